@@ -1,0 +1,18 @@
+//! The cloud client layer: typed model, REST endpoints, sessions and the per-key request guard.
+//!
+//! Layers, bottom up:
+//! - [`model`]: serde types of every REST resource and of the WebSocket messages (tolerant of the
+//!   service's loose JSON), plus [`model::parse_frame`] for the event hot path.
+//! - [`error`]: [`CloudError`], one variant per status of the spec.
+//! - [`quota`]: the client-side guard per API key (requests per minute, concurrent requests) and
+//!   the backoff policy for 429 / 5xx / transport errors.
+//! - [`rest`]: [`RestClient`], one typed method per endpoint; every request passes the guard.
+//! - [`session`]: [`SessionManager`], network sessions with lockout-safe logins and coalesced
+//!   renewal after a 410 or an `invalidSession` wire status.
+//!
+//! Nothing here spawns tasks or keeps sockets open; the bridge's supervisor drives it.
+
+pub mod error;
+pub mod model;
+
+pub use error::CloudError;

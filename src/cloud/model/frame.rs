@@ -1,0 +1,306 @@
+//! Server → client WebSocket messages and [`parse_frame`].
+//!
+//! Every server frame is one JSON object (sent as a binary or a text frame). Events carry a
+//! `method` (`unitChanged`, `peerChanged`, `networkUpdated`, `networkLog`); the reply to `open`
+//! carries `wireStatus` and no `method`; the reply to `ping` is `{"response":"pong"}`.
+//!
+//! Parsing is on the hot path (thousands of `unitChanged` per second on big sites). A frame is
+//! read in at most two passes over its bytes, both straight into typed structs: a first pass reads
+//! only the small routing fields (`method`, `wire`, `wireStatus`, …) and skips the rest without
+//! building anything; for `unitChanged` a second pass reads the [`UnitState`]. No intermediate
+//! `serde_json::Value` of the frame is built.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::IgnoredAny;
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+
+use super::{UnitState, de};
+
+/// A message from the server on the WebSocket channel.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerMessage {
+    /// Reply to `open` (and error report for bad control messages); has no `method`.
+    WireStatus {
+        /// The status.
+        status: WireStatusKind,
+        /// The `ref` the client sent with `open`, echoed.
+        ref_: Option<Box<str>>,
+        /// The wire, when the server names it.
+        wire: Option<u32>,
+    },
+    /// A unit's state changed (also sent for every unit right after `open`).
+    UnitChanged {
+        /// The wire (network) the event belongs to.
+        wire: u32,
+        /// The reported state; controls are flat here.
+        unit: UnitState,
+    },
+    /// The network's gateway came or went; `online: false` = every unit unreachable.
+    PeerChanged {
+        /// The wire.
+        wire: u32,
+        /// Whether the gateway is online.
+        online: bool,
+    },
+    /// The network configuration changed: refetch it over REST.
+    NetworkUpdated {
+        /// The wire.
+        wire: u32,
+    },
+    /// A log line from the network; only logged.
+    NetworkLog {
+        /// The wire, if present.
+        wire: Option<u32>,
+        /// The message (non-string messages are kept as their JSON text).
+        message: Option<Box<str>>,
+    },
+    /// Reply to an app-level ping (`{"response":"pong"}`).
+    Pong,
+    /// A `response` other than `pong`.
+    Response {
+        /// The response value.
+        response: Box<str>,
+        /// The wire, if present.
+        wire: Option<u32>,
+    },
+    /// An event with a `method` this client does not know; callers log it at debug.
+    Unknown {
+        /// The method.
+        method: Box<str>,
+        /// The wire, if present.
+        wire: Option<u32>,
+    },
+}
+
+/// The `wireStatus` values the service documents, plus any other.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WireStatusKind {
+    /// The wire is open.
+    OpenWireSucceed,
+    /// The API key is invalid.
+    KeyAuthenticateFailed,
+    /// The API key is not authorised (or WebSocket is not enabled for it).
+    KeyAuthorizeFailed,
+    /// The session is invalid, or has no access to the network: renew the session.
+    InvalidSession,
+    /// Too many wires on this socket.
+    TooManyWires,
+    /// A value of the wrong type in a message.
+    InvalidValueType,
+    /// Malformed data in a message.
+    InvalidData,
+    /// Any other status, kept as sent.
+    Other(Box<str>),
+}
+
+impl WireStatusKind {
+    /// Parses the wire spelling.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "openWireSucceed" => Self::OpenWireSucceed,
+            "keyAuthenticateFailed" => Self::KeyAuthenticateFailed,
+            "keyAuthorizeFailed" => Self::KeyAuthorizeFailed,
+            "invalidSession" => Self::InvalidSession,
+            "tooManyWires" => Self::TooManyWires,
+            "invalidValueType" => Self::InvalidValueType,
+            "invalidData" => Self::InvalidData,
+            other => Self::Other(other.into()),
+        }
+    }
+
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::OpenWireSucceed => "openWireSucceed",
+            Self::KeyAuthenticateFailed => "keyAuthenticateFailed",
+            Self::KeyAuthorizeFailed => "keyAuthorizeFailed",
+            Self::InvalidSession => "invalidSession",
+            Self::TooManyWires => "tooManyWires",
+            Self::InvalidValueType => "invalidValueType",
+            Self::InvalidData => "invalidData",
+            Self::Other(s) => s,
+        }
+    }
+
+    /// True for `openWireSucceed`.
+    pub fn is_success(&self) -> bool {
+        matches!(self, Self::OpenWireSucceed)
+    }
+}
+
+impl fmt::Display for WireStatusKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a frame could not be turned into a [`ServerMessage`]. The frame's content is never part
+/// of the message (it may carry names the user considers private); callers log the error and drop
+/// the frame.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// Not JSON, not an object, or a field of the wrong type.
+    #[error("malformed frame: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A known message lacks a field it needs (e.g. a `unitChanged` without `id`, which older
+    /// gateways send with a raw hex state; such frames carry nothing usable).
+    #[error("`{method}` frame without `{field}`")]
+    MissingField {
+        /// The message kind.
+        method: &'static str,
+        /// The missing field.
+        field: &'static str,
+    },
+    /// An object with none of `method`, `wireStatus` and `response`.
+    #[error("frame has no `method`, `wireStatus` or `response`")]
+    Unrecognized,
+}
+
+/// The routing fields of a frame, read in the first pass; everything else is skipped.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    wire: Option<u32>,
+    #[serde(borrow, default, rename = "wireStatus")]
+    wire_status: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "ref")]
+    ref_: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    response: Option<Cow<'a, str>>,
+    #[serde(default)]
+    online: Option<bool>,
+    #[serde(default)]
+    message: Option<serde_json::Value>,
+    #[serde(default)]
+    id: Option<IgnoredAny>,
+}
+
+/// Parses one WebSocket frame (binary or text payload) into a [`ServerMessage`].
+///
+/// Never panics; anything unusable is a [`FrameError`]. Unknown methods are not errors
+/// ([`ServerMessage::Unknown`]).
+pub fn parse_frame(bytes: &[u8]) -> Result<ServerMessage, FrameError> {
+    let head: Head<'_> = serde_json::from_slice(bytes)?;
+    if let Some(method) = head.method.as_deref() {
+        let need_wire = |method: &'static str| head.wire.ok_or(FrameError::MissingField { method, field: "wire" });
+        return Ok(match method {
+            "unitChanged" => {
+                let wire = need_wire("unitChanged")?;
+                if head.id.is_none() {
+                    return Err(FrameError::MissingField { method: "unitChanged", field: "id" });
+                }
+                ServerMessage::UnitChanged { wire, unit: serde_json::from_slice(bytes)? }
+            }
+            "peerChanged" => {
+                let wire = need_wire("peerChanged")?;
+                let online = head.online.ok_or(FrameError::MissingField { method: "peerChanged", field: "online" })?;
+                ServerMessage::PeerChanged { wire, online }
+            }
+            "networkUpdated" => ServerMessage::NetworkUpdated { wire: need_wire("networkUpdated")? },
+            "networkLog" => ServerMessage::NetworkLog {
+                wire: head.wire,
+                message: head.message.map(|m| match m {
+                    serde_json::Value::String(s) => s.into_boxed_str(),
+                    other => other.to_string().into_boxed_str(),
+                }),
+            },
+            other => ServerMessage::Unknown { method: other.into(), wire: head.wire },
+        });
+    }
+    if let Some(status) = head.wire_status.as_deref() {
+        return Ok(ServerMessage::WireStatus {
+            status: WireStatusKind::parse(status),
+            ref_: head.ref_.map(|r| r.into()),
+            wire: head.wire,
+        });
+    }
+    match head.response.as_deref() {
+        Some("pong") => Ok(ServerMessage::Pong),
+        Some(other) => Ok(ServerMessage::Response { response: other.into(), wire: head.wire }),
+        None => Err(FrameError::Unrecognized),
+    }
+}
+
+impl ServerMessage {
+    /// The frame's JSON text, as the service sends it (used by the simulator and by tests).
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
+    }
+}
+
+impl Serialize for ServerMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// `unitChanged` = the unit state's fields plus `method` and `wire` at the same level.
+        #[derive(Serialize)]
+        struct UnitChanged<'a> {
+            method: &'static str,
+            wire: u32,
+            #[serde(flatten)]
+            unit: &'a UnitState,
+        }
+        match self {
+            Self::UnitChanged { wire, unit } => UnitChanged { method: "unitChanged", wire: *wire, unit }.serialize(s),
+            Self::WireStatus { status, ref_, wire } => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("wireStatus", status.as_str())?;
+                if let Some(r) = ref_ {
+                    m.serialize_entry("ref", r)?;
+                }
+                if let Some(w) = wire {
+                    m.serialize_entry("wire", w)?;
+                }
+                m.end()
+            }
+            Self::PeerChanged { wire, online } => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("wire", wire)?;
+                m.serialize_entry("method", "peerChanged")?;
+                m.serialize_entry("online", online)?;
+                m.end()
+            }
+            Self::NetworkUpdated { wire } => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("wire", wire)?;
+                m.serialize_entry("method", "networkUpdated")?;
+                m.end()
+            }
+            Self::NetworkLog { wire, message } => {
+                let mut m = s.serialize_map(None)?;
+                if let Some(w) = wire {
+                    m.serialize_entry("wire", w)?;
+                }
+                m.serialize_entry("method", "networkLog")?;
+                if let Some(msg) = message {
+                    m.serialize_entry("message", msg)?;
+                }
+                m.end()
+            }
+            Self::Pong => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("response", "pong")?;
+                m.end()
+            }
+            Self::Response { response, wire } => {
+                let mut m = s.serialize_map(None)?;
+                if let Some(w) = wire {
+                    m.serialize_entry("wire", w)?;
+                }
+                m.serialize_entry("response", response)?;
+                m.end()
+            }
+            Self::Unknown { method, wire } => {
+                let mut m = s.serialize_map(None)?;
+                if let Some(w) = wire {
+                    m.serialize_entry("wire", w)?;
+                }
+                m.serialize_entry("method", method)?;
+                m.end()
+            }
+        }
+    }
+}

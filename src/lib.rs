@@ -1,0 +1,8 @@
+//! casambi2mqtt: exports a lighting network cloud service's state to MQTT with Home Assistant
+//! discovery, and ships a simulated cloud service that speaks the same protocol.
+//!
+//! The binary (`src/main.rs`) is a thin command-line shell over this library; see
+//! `ARCHITECTURE.md` for the map of the modules.
+
+pub mod cloud;
+pub mod sim;

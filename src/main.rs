@@ -1,0 +1,130 @@
+//! The `casambi2mqtt` command line: a thin shell over the library. Errors end here as `anyhow`
+//! with the exit codes of the contract (0 clean, 2 bad configuration, 1 other fatal error).
+
+use anyhow::Context;
+use casambi2mqtt::sim::{SimConfig, Simulator, site::Site};
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Bridge a lighting network cloud service to MQTT, with Home Assistant discovery.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the simulated cloud service alone (for tests, benchmarks and trying flows without
+    /// hardware). Serves REST and the WebSocket channel on one port.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Args)]
+struct SimArgs {
+    /// Site file (YAML); default: the built-in demo site.
+    #[arg(long, conflicts_with = "generate")]
+    site: Option<PathBuf>,
+    /// Generate a site of NETWORKSxUNITS (e.g. 100x250) instead of the demo site.
+    #[arg(long, value_name = "NETWORKSxUNITS")]
+    generate: Option<String>,
+    /// Address to listen on; port 0 picks a free port (the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    listen: SocketAddr,
+    /// Seed for activity and datapoint history (runs with the same seed repeat).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Activity: changes per second (presence, lux drift, dimming, scenes); 0 = quiet.
+    #[arg(long, default_value_t = 0.0)]
+    activity: f64,
+    /// Session lifetime (e.g. `1h`); default: sessions never expire by age.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    session_lifetime: Option<Duration>,
+    /// How long login stays locked after three failed logins.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+    lock_duration: Duration,
+    /// Close a wire after this long without a client message.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "300s")]
+    idle_timeout: Duration,
+    /// Send WebSocket frames as text instead of binary.
+    #[arg(long)]
+    text_frames: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Sim(args) => run_sim(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+async fn run_sim(args: SimArgs) -> anyhow::Result<()> {
+    let site = match (&args.site, &args.generate) {
+        (Some(path), _) => Site::load(path)?,
+        (None, Some(size)) => {
+            let (networks, units) = Site::parse_size(size)?;
+            Site::generate(networks, units)
+        }
+        (None, None) => Site::demo(),
+    };
+    if !(args.activity.is_finite() && args.activity >= 0.0) {
+        anyhow::bail!("--activity must be a rate of zero or more events per second");
+    }
+    let mut config = SimConfig::new(site);
+    config.seed = args.seed;
+    config.activity_rate = args.activity;
+    config.session_lifetime = args.session_lifetime;
+    config.lock_duration = args.lock_duration;
+    config.idle_timeout = args.idle_timeout;
+    config.text_frames = args.text_frames;
+    let networks = config.site.networks.len();
+    let units: usize = config.site.networks.iter().map(|n| n.units.len()).sum();
+    let sim = Simulator::start(config, args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    println!("casambi2mqtt sim: {networks} networks, {units} units");
+    println!("REST      {}", sim.base_url());
+    println!("WebSocket {}", sim.ws_url());
+    println!("API key demo-key; network login demo@example.com / demo; site login owner@example.com / demo");
+    shutdown_signal().await?;
+    sim.stop().await;
+    Ok(())
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM (container stop).
+async fn shutdown_signal() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot install the SIGTERM handler")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("cannot wait for Ctrl-C")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

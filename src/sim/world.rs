@@ -1,0 +1,699 @@
+//! The simulator's truth: the live state of every network, unit, scene and group, the mutations
+//! that control messages, activity and faults apply to it, and the events those mutations emit.
+//!
+//! Every mutation runs under one lock and emits its events while still holding it, so the order
+//! in which wires see events is the order in which the truth changed, and a wire that subscribes
+//! and renders its initial burst under the same lock misses nothing (see [`World::open_view`]).
+
+use super::render;
+use super::site::{self, Site};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// How many events a network buffers for slow wires before they lag (a lagging wire resends the
+/// whole network, so lag loses nothing but costs a burst).
+const EVENT_BUFFER: usize = 8192;
+
+/// One event of a network, as the WebSocket wires need it.
+#[derive(Debug, Clone)]
+pub enum WorldEvent {
+    /// A unit's state changed. `body` is the complete `unitChanged` JSON object without `wire`
+    /// and `method`, rendered when the change happened.
+    UnitChanged {
+        /// Unit id.
+        unit: i64,
+        /// Rendered event body (a JSON object).
+        body: Arc<str>,
+    },
+    /// The gateway went away (`false`) or came back (`true`).
+    PeerChanged {
+        /// Gateway presence.
+        online: bool,
+    },
+    /// The persistent configuration changed (revision bumped).
+    NetworkUpdated,
+}
+
+/// Why a control message was refused; the channel answers with the matching `wireStatus`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// A value has the wrong JSON type (e.g. a string where a number belongs).
+    #[error("invalidValueType: {0}")]
+    InvalidValueType(String),
+    /// The message is shaped wrongly, names an unknown control or target, or a value is out of range.
+    #[error("invalidData: {0}")]
+    InvalidData(String),
+}
+
+/// The live state of one unit.
+#[derive(Debug, Clone)]
+pub struct UnitTruth {
+    /// Static description plus the mutable `online`, `on` and `controls`.
+    pub def: site::Unit,
+    /// Scene that last set this unit (0 = none).
+    pub active_scene_id: i64,
+    /// Last non-zero Dimmer level, restored by `OnOff 1`.
+    pub last_level: f64,
+}
+
+/// The live state of one network.
+#[derive(Debug)]
+pub struct NetworkTruth {
+    /// Static description (units, scenes and groups below supersede its lists).
+    pub def: site::Network,
+    /// Units by id.
+    pub units: BTreeMap<i64, UnitTruth>,
+    /// Scenes, in site order.
+    pub scenes: Vec<site::Scene>,
+    /// Groups, in site order.
+    pub groups: Vec<site::Group>,
+    /// Network dim level (0..1).
+    pub dim_level: f64,
+    /// Active scene ids.
+    pub active_scenes: BTreeSet<i64>,
+    /// Whether the gateway is online.
+    pub gateway_online: bool,
+    /// Configuration revision.
+    pub revision: i64,
+    events: broadcast::Sender<WorldEvent>,
+}
+
+/// All networks and the fixture catalogue.
+#[derive(Debug)]
+pub struct World {
+    /// Fixture catalogue by id.
+    pub fixtures: BTreeMap<i64, site::Fixture>,
+    /// Networks by id.
+    pub networks: BTreeMap<String, NetworkTruth>,
+}
+
+impl World {
+    /// Builds the truth from a site.
+    pub fn new(site: &Site) -> World {
+        let fixtures = site.fixtures.iter().map(|f| (f.id, f.clone())).collect();
+        let networks = site
+            .networks
+            .iter()
+            .map(|n| {
+                let units = n
+                    .units
+                    .iter()
+                    .map(|u| {
+                        let last_level = control_value(&u.controls, "Dimmer", "value")
+                            .filter(|v| *v > 0.0)
+                            .unwrap_or(1.0);
+                        (u.id, UnitTruth { def: u.clone(), active_scene_id: 0, last_level })
+                    })
+                    .collect();
+                let active_scenes = n.scenes.iter().filter(|s| s.active).map(|s| s.id).collect();
+                let (events, _) = broadcast::channel(EVENT_BUFFER);
+                let truth = NetworkTruth {
+                    def: n.clone(),
+                    units,
+                    scenes: n.scenes.clone(),
+                    groups: n.groups.clone(),
+                    dim_level: n.dim_level,
+                    active_scenes,
+                    gateway_online: n.gateway_online,
+                    revision: n.revision,
+                    events,
+                };
+                (n.id.clone(), truth)
+            })
+            .collect();
+        World { fixtures, networks }
+    }
+
+    /// Subscribes to a network's events and renders its initial `unitChanged` burst, atomically:
+    /// every change after the burst arrives on the receiver, none before it does.
+    pub fn open_view(&self, network: &str) -> Option<(Vec<Arc<str>>, broadcast::Receiver<WorldEvent>)> {
+        let net = self.networks.get(network)?;
+        let rx = net.events.subscribe();
+        let burst = net.units.values().map(|u| render::unit_event(net, u)).collect();
+        Some((burst, rx))
+    }
+
+    /// Looks a network up mutably, or says which id is unknown.
+    fn network_mut(&mut self, network: &str) -> Result<&mut NetworkTruth, ControlError> {
+        self.networks
+            .get_mut(network)
+            .ok_or_else(|| ControlError::InvalidData(format!("unknown network {network}")))
+    }
+
+    /// Applies `targetControls` to one unit (`controlUnit`).
+    pub fn control_unit(&mut self, network: &str, unit: i64, targets: &Value) -> Result<(), ControlError> {
+        self.control_units(network, &[unit], targets)
+    }
+
+    /// Applies `targetControls` to several units (`controlUnits`). Every unit id and every target
+    /// is checked before anything changes, so a refused message changes nothing.
+    pub fn control_units(&mut self, network: &str, units: &[i64], targets: &Value) -> Result<(), ControlError> {
+        let targets = targets
+            .as_object()
+            .ok_or_else(|| ControlError::InvalidData("targetControls must be an object".into()))?;
+        let net = self.network_mut(network)?;
+        for id in units {
+            if !net.units.contains_key(id) {
+                return Err(ControlError::InvalidData(format!("unknown unit {id}")));
+            }
+        }
+        let parsed = parse_targets(targets)?;
+        for id in units {
+            net.apply_targets(*id, &parsed, true);
+        }
+        Ok(())
+    }
+
+    /// Activates (`level` > 0, scaling each unit's scene level) or deactivates a scene.
+    pub fn control_scene(&mut self, network: &str, scene: i64, level: f64) -> Result<(), ControlError> {
+        check_level(level)?;
+        let net = self.network_mut(network)?;
+        let def = net
+            .scenes
+            .iter()
+            .find(|s| s.id == scene)
+            .cloned()
+            .ok_or_else(|| ControlError::InvalidData(format!("unknown scene {scene}")))?;
+        if !net.gateway_online {
+            return Ok(());
+        }
+        if level > 0.0 {
+            net.active_scenes.insert(scene);
+            for member in &def.units {
+                let targets = [Target::Dimmer(member.level * level)];
+                net.apply_targets(member.id, &targets, false);
+                if let Some(u) = net.units.get_mut(&member.id) {
+                    if u.def.online && u.active_scene_id != scene {
+                        u.active_scene_id = scene;
+                        net.emit_unit(member.id);
+                    }
+                }
+            }
+        } else {
+            net.active_scenes.remove(&scene);
+            let members: Vec<i64> = def.units.iter().map(|m| m.id).collect();
+            for id in members {
+                if net.units.get(&id).is_some_and(|u| u.active_scene_id == scene) {
+                    net.apply_targets(id, &[Target::Dimmer(0.0)], false);
+                    if let Some(u) = net.units.get_mut(&id) {
+                        u.active_scene_id = 0;
+                    }
+                    net.emit_unit(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets every member of a group to `level` (`controlGroup`).
+    pub fn control_group(&mut self, network: &str, group: i64, level: f64) -> Result<(), ControlError> {
+        check_level(level)?;
+        let net = self.network_mut(network)?;
+        let members = net
+            .groups
+            .iter()
+            .find(|g| g.id == group)
+            .map(|g| g.units.clone())
+            .ok_or_else(|| ControlError::InvalidData(format!("unknown group {group}")))?;
+        for id in members {
+            net.apply_targets(id, &[Target::Dimmer(level)], true);
+        }
+        Ok(())
+    }
+
+    /// Sets the network dim level (`controlNetwork`); every unit's `dimLevel` follows.
+    pub fn control_network(&mut self, network: &str, level: f64) -> Result<(), ControlError> {
+        check_level(level)?;
+        let net = self.network_mut(network)?;
+        if !net.gateway_online || (net.dim_level - level).abs() < f64::EPSILON {
+            return Ok(());
+        }
+        net.dim_level = level;
+        let ids: Vec<i64> = net.units.iter().filter(|(_, u)| u.def.online && u.def.on).map(|(id, _)| *id).collect();
+        for id in ids {
+            net.emit_unit(id);
+        }
+        Ok(())
+    }
+
+    /// Takes the gateway away or brings it back. Coming back resends every unit, as the real
+    /// service does after a gateway reconnects.
+    pub fn set_gateway(&mut self, network: &str, online: bool) -> Result<(), ControlError> {
+        let net = self.network_mut(network)?;
+        if net.gateway_online == online {
+            return Ok(());
+        }
+        net.gateway_online = online;
+        net.send(WorldEvent::PeerChanged { online });
+        if online {
+            let ids: Vec<i64> = net.units.keys().copied().collect();
+            for id in ids {
+                net.emit_unit(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Overwrites parts of a unit's state (fault injection and activity): `online`, `on`, and
+    /// controls merged by type (`{"type":"Lux","value":12}` updates the Lux control's fields).
+    pub fn set_unit_state(
+        &mut self,
+        network: &str,
+        unit: i64,
+        online: Option<bool>,
+        on: Option<bool>,
+        controls: &[Value],
+    ) -> Result<(), ControlError> {
+        let net = self.network_mut(network)?;
+        let u = net
+            .units
+            .get_mut(&unit)
+            .ok_or_else(|| ControlError::InvalidData(format!("unknown unit {unit}")))?;
+        let before = render::unit_event(net_view(&net.def, net.dim_level, net.gateway_online), u);
+        if let Some(online) = online {
+            u.def.online = online;
+        }
+        if let Some(on) = on {
+            u.def.on = on;
+        }
+        for patch in controls {
+            let Some(kind) = patch.get("type").and_then(Value::as_str) else {
+                return Err(ControlError::InvalidData("control without type".into()));
+            };
+            match u.def.controls.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some(kind)) {
+                Some(existing) => {
+                    if let (Some(dst), Some(src)) = (existing.as_object_mut(), patch.as_object()) {
+                        for (k, v) in src {
+                            dst.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                None => u.def.controls.push(patch.clone()),
+            }
+        }
+        if let Some(level) = control_value(&u.def.controls, "Dimmer", "value").filter(|v| *v > 0.0) {
+            u.last_level = level;
+        }
+        let after = render::unit_event(net_view(&net.def, net.dim_level, net.gateway_online), u);
+        if before != after {
+            net.send(WorldEvent::UnitChanged { unit, body: after });
+        }
+        Ok(())
+    }
+
+    /// Adds a unit (configuration change: revision bump and `networkUpdated`).
+    pub fn add_unit(&mut self, network: &str, unit: site::Unit) -> Result<(), ControlError> {
+        if !self.fixtures.contains_key(&unit.fixture) {
+            return Err(ControlError::InvalidData(format!("unknown fixture {}", unit.fixture)));
+        }
+        let net = self.network_mut(network)?;
+        if net.units.contains_key(&unit.id) {
+            return Err(ControlError::InvalidData(format!("unit {} exists", unit.id)));
+        }
+        let id = unit.id;
+        net.units.insert(id, UnitTruth { def: unit, active_scene_id: 0, last_level: 1.0 });
+        net.config_changed();
+        net.emit_unit(id);
+        Ok(())
+    }
+
+    /// Removes a unit and its scene and group memberships (revision bump and `networkUpdated`).
+    pub fn remove_unit(&mut self, network: &str, unit: i64) -> Result<(), ControlError> {
+        let net = self.network_mut(network)?;
+        if net.units.remove(&unit).is_none() {
+            return Err(ControlError::InvalidData(format!("unknown unit {unit}")));
+        }
+        for scene in &mut net.scenes {
+            scene.units.retain(|m| m.id != unit);
+        }
+        for group in &mut net.groups {
+            group.units.retain(|m| *m != unit);
+        }
+        net.config_changed();
+        Ok(())
+    }
+
+    /// Renames a unit, scene or group (`kind` = `unit` | `scene` | `group`), bumping the revision.
+    pub fn rename(&mut self, network: &str, kind: &str, id: i64, name: &str) -> Result<(), ControlError> {
+        let net = self.network_mut(network)?;
+        let slot = match kind {
+            "unit" => net.units.get_mut(&id).map(|u| &mut u.def.name),
+            "scene" => net.scenes.iter_mut().find(|s| s.id == id).map(|s| &mut s.name),
+            "group" => net.groups.iter_mut().find(|g| g.id == id).map(|g| &mut g.name),
+            other => return Err(ControlError::InvalidData(format!("cannot rename a {other}"))),
+        };
+        let slot = slot.ok_or_else(|| ControlError::InvalidData(format!("unknown {kind} {id}")))?;
+        *slot = name.to_string();
+        net.config_changed();
+        if kind == "unit" {
+            net.emit_unit(id);
+        }
+        Ok(())
+    }
+}
+
+/// The network fields a rendered unit depends on, borrowed apart from the units map so a unit can
+/// be rendered while it is mutably borrowed.
+pub struct NetView<'a> {
+    /// Borrow marker: a view never outlives the network it was taken from.
+    _net: std::marker::PhantomData<&'a NetworkTruth>,
+    /// Network dim level.
+    pub dim_level: f64,
+    /// Gateway presence.
+    pub gateway_online: bool,
+}
+
+fn net_view<'a>(_def: &'a site::Network, dim_level: f64, gateway_online: bool) -> NetView<'a> {
+    NetView { _net: std::marker::PhantomData, dim_level, gateway_online }
+}
+
+impl<'a> From<&'a NetworkTruth> for NetView<'a> {
+    fn from(net: &'a NetworkTruth) -> Self {
+        net_view(&net.def, net.dim_level, net.gateway_online)
+    }
+}
+
+impl NetworkTruth {
+    fn send(&self, event: WorldEvent) {
+        // No receiver (no wire open) is normal: the event only matters to open wires.
+        let _ = self.events.send(event);
+    }
+
+    /// Renders and emits a unit's current state.
+    fn emit_unit(&self, id: i64) {
+        if let Some(u) = self.units.get(&id) {
+            self.send(WorldEvent::UnitChanged { unit: id, body: render::unit_event(self, u) });
+        }
+    }
+
+    fn config_changed(&mut self) {
+        self.revision += 1;
+        self.send(WorldEvent::NetworkUpdated);
+    }
+
+    /// Applies parsed targets to one unit and emits `unitChanged` when its state changed.
+    /// `direct` = a unit or group command, which takes the unit out of its active scene.
+    fn apply_targets(&mut self, id: i64, targets: &[Target], direct: bool) {
+        if !self.gateway_online {
+            return;
+        }
+        let view = net_view(&self.def, self.dim_level, self.gateway_online);
+        let Some(u) = self.units.get_mut(&id) else { return };
+        if !u.def.online {
+            return;
+        }
+        let before = render::unit_event(view, u);
+        for target in targets {
+            target.apply(u);
+        }
+        let mut left_scene = None;
+        if direct && u.active_scene_id != 0 {
+            left_scene = Some(u.active_scene_id);
+            u.active_scene_id = 0;
+        }
+        let after = render::unit_event(net_view(&self.def, self.dim_level, self.gateway_online), u);
+        if let Some(scene) = left_scene {
+            if !self.units.values().any(|o| o.active_scene_id == scene) {
+                self.active_scenes.remove(&scene);
+            }
+        }
+        if before != after {
+            self.send(WorldEvent::UnitChanged { unit: id, body: after });
+        }
+    }
+}
+
+/// One checked entry of `targetControls`.
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    Dimmer(f64),
+    OnOff(bool),
+    Temperature(f64),
+    Source(String),
+    Hue { hue: f64, sat: f64 },
+    Rgb(u8, u8, u8),
+    Xy(f64, f64),
+    White(f64),
+    Vertical(f64),
+}
+
+fn check_level(level: f64) -> Result<(), ControlError> {
+    if (0.0..=1.0).contains(&level) {
+        Ok(())
+    } else {
+        Err(ControlError::InvalidData(format!("level {level} outside 0..1")))
+    }
+}
+
+fn number(obj: &Map<String, Value>, control: &str, field: &str) -> Result<f64, ControlError> {
+    match obj.get(field) {
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .ok_or_else(|| ControlError::InvalidValueType(format!("{control}.{field}"))),
+        Some(_) => Err(ControlError::InvalidValueType(format!("{control}.{field} must be a number"))),
+        None => Err(ControlError::InvalidData(format!("{control}.{field} missing"))),
+    }
+}
+
+fn unit_interval(obj: &Map<String, Value>, control: &str, field: &str) -> Result<f64, ControlError> {
+    let v = number(obj, control, field)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(ControlError::InvalidData(format!("{control}.{field} {v} outside 0..1")))
+    }
+}
+
+/// Parses `targetControls` fully before anything is applied.
+fn parse_targets(targets: &Map<String, Value>) -> Result<Vec<Target>, ControlError> {
+    let mut out = Vec::with_capacity(targets.len());
+    for (name, value) in targets {
+        let obj = value
+            .as_object()
+            .ok_or_else(|| ControlError::InvalidValueType(format!("{name} must be an object")))?;
+        let target = match name.as_str() {
+            "Dimmer" => Target::Dimmer(unit_interval(obj, name, "value")?),
+            "OnOff" => Target::OnOff(number(obj, name, "value")? > 0.5),
+            "ColorTemperature" => {
+                let k = number(obj, name, "value")?;
+                if !(1000.0..=20000.0).contains(&k) {
+                    return Err(ControlError::InvalidData(format!("ColorTemperature {k} K out of range")));
+                }
+                Target::Temperature(k)
+            }
+            "Colorsource" => match obj.get("source") {
+                Some(Value::String(s)) if matches!(s.as_str(), "TW" | "RGB" | "XY") => Target::Source(s.clone()),
+                Some(Value::String(s)) => return Err(ControlError::InvalidData(format!("unknown Colorsource {s}"))),
+                _ => return Err(ControlError::InvalidValueType("Colorsource.source must be a string".into())),
+            },
+            "RGB" => match obj.get("rgb") {
+                Some(Value::String(s)) => {
+                    let (r, g, b) = render::parse_rgb(s)
+                        .ok_or_else(|| ControlError::InvalidData(format!("RGB.rgb {s:?} is not rgb(r, g, b)")))?;
+                    Target::Rgb(r, g, b)
+                }
+                Some(_) => return Err(ControlError::InvalidValueType("RGB.rgb must be a string".into())),
+                None => Target::Hue { hue: unit_interval(obj, name, "hue")?, sat: unit_interval(obj, name, "sat")? },
+            },
+            "XY" => Target::Xy(unit_interval(obj, name, "x")?, unit_interval(obj, name, "y")?),
+            "White" => Target::White(unit_interval(obj, name, "value")?),
+            "Vertical" => Target::Vertical(unit_interval(obj, name, "value")?),
+            other => return Err(ControlError::InvalidData(format!("unknown control {other}"))),
+        };
+        out.push(target);
+    }
+    Ok(out)
+}
+
+impl Target {
+    fn apply(&self, u: &mut UnitTruth) {
+        let controls = &mut u.def.controls;
+        match self {
+            Target::Dimmer(v) => {
+                if has(controls, "Dimmer") {
+                    set(controls, "Dimmer", "value", *v);
+                    if *v > 0.0 {
+                        u.last_level = *v;
+                    }
+                }
+                u.def.on = *v > 0.0;
+            }
+            Target::OnOff(on) => {
+                u.def.on = *on;
+                if has(controls, "OnOff") {
+                    set(controls, "OnOff", "value", if *on { 1.0 } else { 0.0 });
+                }
+                if has(controls, "Dimmer") {
+                    set(controls, "Dimmer", "value", if *on { u.last_level } else { 0.0 });
+                }
+            }
+            Target::Temperature(k) => {
+                if let Some(cct) = find(controls, "CCT") {
+                    let min = cct.get("min").and_then(Value::as_f64).unwrap_or(2700.0);
+                    let max = cct.get("max").and_then(Value::as_f64).unwrap_or(6500.0);
+                    let k = k.clamp(min, max);
+                    let level = if max > min { (k - min) / (max - min) } else { 0.0 };
+                    set(controls, "CCT", "value", k);
+                    set(controls, "CCT", "tw", k);
+                    set(controls, "CCT", "level", level);
+                }
+            }
+            Target::Source(source) => {
+                if let Some(obj) = find(controls, "Colorsource").and_then(Value::as_object_mut) {
+                    obj.insert("source".into(), Value::String(source.clone()));
+                }
+            }
+            Target::Hue { hue, sat } => {
+                let (r, g, b) = render::hsv_to_rgb(*hue, *sat);
+                set_color(controls, r, g, b);
+            }
+            Target::Rgb(r, g, b) => set_color(controls, *r, *g, *b),
+            Target::Xy(x, y) => {
+                let (r, g, b) = render::xy_to_rgb(*x, *y);
+                set_color(controls, r, g, b);
+                set(controls, "Color", "x", *x);
+                set(controls, "Color", "y", *y);
+            }
+            Target::White(v) => set(controls, "White", "value", *v),
+            Target::Vertical(v) => set(controls, "Vertical", "value", *v),
+        }
+    }
+}
+
+fn set_color(controls: &mut [Value], r: u8, g: u8, b: u8) {
+    let (hue, sat) = render::rgb_to_hue_sat(r, g, b);
+    let (x, y) = render::rgb_to_xy(r, g, b);
+    set(controls, "Color", "hue", hue);
+    set(controls, "Color", "sat", sat);
+    set(controls, "Color", "x", x);
+    set(controls, "Color", "y", y);
+    if let Some(obj) = find(controls, "Color").and_then(Value::as_object_mut) {
+        obj.insert("rgb".into(), Value::String(format!("rgb({r}, {g}, {b})")));
+    }
+}
+
+fn find<'a>(controls: &'a mut [Value], kind: &str) -> Option<&'a mut Value> {
+    controls.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+fn has(controls: &[Value], kind: &str) -> bool {
+    controls.iter().any(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// Sets a numeric field of the first control of a type; units without that control are unchanged.
+fn set(controls: &mut [Value], kind: &str, field: &str, value: f64) {
+    if let (Some(obj), Some(n)) = (
+        find(controls, kind).and_then(Value::as_object_mut),
+        serde_json::Number::from_f64(round6(value)),
+    ) {
+        obj.insert(field.into(), Value::Number(n));
+    }
+}
+
+/// Rounds to 6 decimals, so values survive a JSON round trip unchanged.
+pub(crate) fn round6(v: f64) -> f64 {
+    (v * 1e6).round() / 1e6
+}
+
+/// Reads a numeric field of the first control of a type.
+pub(crate) fn control_value(controls: &[Value], kind: &str, field: &str) -> Option<f64> {
+    controls
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+        .and_then(|c| c.get(field))
+        .and_then(Value::as_f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const HOME: &str = "7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b";
+
+    fn world() -> World {
+        World::new(&Site::demo())
+    }
+
+    fn dimmer(w: &World, unit: i64) -> Option<f64> {
+        control_value(&w.networks[HOME].units[&unit].def.controls, "Dimmer", "value")
+    }
+
+    #[test]
+    fn dimmer_control_changes_state_and_emits_one_event() {
+        let mut w = world();
+        let (_, mut rx) = w.open_view(HOME).unwrap();
+        w.control_unit(HOME, 1, &json!({"Dimmer": {"value": 0.25}})).unwrap();
+        assert_eq!(dimmer(&w, 1), Some(0.25));
+        assert!(matches!(rx.try_recv(), Ok(WorldEvent::UnitChanged { unit: 1, .. })));
+        // The same value again changes nothing and emits nothing.
+        w.control_unit(HOME, 1, &json!({"Dimmer": {"value": 0.25}})).unwrap();
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn invalid_controls_are_refused_and_change_nothing() {
+        let mut w = world();
+        let err = w.control_unit(HOME, 1, &json!({"Dimmer": {"value": "high"}})).unwrap_err();
+        assert!(matches!(err, ControlError::InvalidValueType(_)));
+        let err = w.control_unit(HOME, 1, &json!({"Dimmer": {"value": 1.5}})).unwrap_err();
+        assert!(matches!(err, ControlError::InvalidData(_)));
+        let err = w.control_unit(HOME, 1, &json!({"Sparkle": {"value": 1}})).unwrap_err();
+        assert!(matches!(err, ControlError::InvalidData(_)));
+        assert_eq!(dimmer(&w, 1), Some(0.8));
+    }
+
+    #[test]
+    fn temperature_is_clamped_to_the_cct_range() {
+        let mut w = world();
+        w.control_unit(HOME, 2, &json!({"ColorTemperature": {"value": 9000}, "Colorsource": {"source": "TW"}}))
+            .unwrap();
+        let cct = control_value(&w.networks[HOME].units[&2].def.controls, "CCT", "value");
+        assert_eq!(cct, Some(6500.0));
+    }
+
+    #[test]
+    fn scene_activation_sets_members_and_active_list() {
+        let mut w = world();
+        w.control_scene(HOME, 1, 1.0).unwrap();
+        assert!(w.networks[HOME].active_scenes.contains(&1));
+        assert_eq!(dimmer(&w, 1), Some(0.4));
+        assert_eq!(w.networks[HOME].units[&1].active_scene_id, 1);
+        // A direct command takes the unit out of the scene.
+        w.control_unit(HOME, 1, &json!({"Dimmer": {"value": 0.9}})).unwrap();
+        assert_eq!(w.networks[HOME].units[&1].active_scene_id, 0);
+        w.control_scene(HOME, 1, 0.0).unwrap();
+        assert!(!w.networks[HOME].active_scenes.contains(&1));
+        assert_eq!(dimmer(&w, 2), Some(0.0));
+    }
+
+    #[test]
+    fn onoff_restores_last_level() {
+        let mut w = world();
+        w.control_unit(HOME, 1, &json!({"Dimmer": {"value": 0.0}})).unwrap();
+        w.control_unit(HOME, 1, &json!({"OnOff": {"value": 1}})).unwrap();
+        assert_eq!(dimmer(&w, 1), Some(0.8));
+    }
+
+    #[test]
+    fn offline_gateway_ignores_commands() {
+        let mut w = world();
+        let (_, mut rx) = w.open_view(HOME).unwrap();
+        w.set_gateway(HOME, false).unwrap();
+        assert!(matches!(rx.try_recv(), Ok(WorldEvent::PeerChanged { online: false })));
+        w.control_unit(HOME, 1, &json!({"Dimmer": {"value": 0.1}})).unwrap();
+        assert_eq!(dimmer(&w, 1), Some(0.8));
+    }
+
+    #[test]
+    fn config_changes_bump_revision() {
+        let mut w = world();
+        let rev = w.networks[HOME].revision;
+        w.rename(HOME, "unit", 1, "Kitchen main").unwrap();
+        w.remove_unit(HOME, 8).unwrap();
+        assert_eq!(w.networks[HOME].revision, rev + 2);
+        assert!(!w.networks[HOME].groups[1].units.contains(&8));
+    }
+}
