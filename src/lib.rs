@@ -4,5 +4,7 @@
 //! The binary (`src/main.rs`) is a thin command-line shell over this library; see
 //! `ARCHITECTURE.md` for the map of the modules.
 
+pub mod bridge;
 pub mod cloud;
+pub mod mqtt;
 pub mod sim;

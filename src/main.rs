@@ -106,9 +106,8 @@ async fn run_sim(args: SimArgs) -> anyhow::Result<()> {
     config.text_frames = args.text_frames;
     let networks = config.site.networks.len();
     let units: usize = config.site.networks.iter().map(|n| n.units.len()).sum();
-    let sim = Simulator::start(config, args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let sim =
+        Simulator::start(config, args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
     println!("casambi2mqtt sim: {networks} networks, {units} units");
     println!("REST      {}", sim.base_url());
     println!("WebSocket {}", sim.ws_url());

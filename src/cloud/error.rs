@@ -4,10 +4,10 @@
 //! be tested without a server. Two statuses need context:
 //! - **401**: the spec says a rejected API key carries the status text `Api authorization failed.`;
 //!   any other 401 on session creation means the user was not found (or the password is wrong).
-//!   reqwest keeps the real reason phrase only in hyper's `ReasonPhrase` response extension, which
-//!   cannot be read without depending on hyper directly, so the REST client detects the phrase in
-//!   the response body (`{"error":"Api authorization failed."}`) and in the reason phrase when one
-//!   is available; see [`is_api_key_rejection`].
+//!   reqwest only offers the *canonical* phrase (`Unauthorized`); the real one is read from hyper's
+//!   `ReasonPhrase` response extension (present only when the phrase is not the canonical one, and
+//!   never over HTTP/2). As a fallback the phrase is also looked for in the error body
+//!   (`{"error":"Api authorization failed."}`); see [`is_api_key_rejection`].
 //! - **403**: on session creation it is the login lockout (three failed logins lock for one
 //!   minute); elsewhere it means the API is not enabled for the key.
 //!

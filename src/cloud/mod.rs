@@ -12,7 +12,13 @@
 //!
 //! Nothing here spawns tasks or keeps sockets open; the bridge's supervisor drives it.
 
+pub mod channel;
 pub mod error;
 pub mod model;
+pub mod quota;
+pub mod rest;
+pub mod session;
 
 pub use error::CloudError;
+pub use rest::{RestClient, RestConfig};
+pub use session::{SessionManager, UserSessionManager};

@@ -278,8 +278,7 @@ pub struct Scene {
 impl Scene {
     /// Ids of the scene's units (from each entry's `id`, else from its key), sorted.
     pub fn unit_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> =
-            self.units.iter().filter_map(|(key, u)| u.id.or_else(|| key.parse().ok())).collect();
+        let mut ids: Vec<u32> = self.units.iter().filter_map(|(key, u)| u.id.or_else(|| key.parse().ok())).collect();
         ids.sort_unstable();
         ids.dedup();
         ids

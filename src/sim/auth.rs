@@ -157,6 +157,22 @@ impl Auth {
         Some(InFlight(state.in_flight.clone()))
     }
 
+    /// How long a refused key should wait before its next request can be admitted: until the
+    /// injected exhaustion ends, or the oldest request leaves the rolling minute, or (for the
+    /// concurrency limit) a short moment. At least one second, for the `Retry-After` header.
+    pub fn retry_after(&self, key: &str, now: Instant) -> Duration {
+        let Some(state) = self.keys.get(key) else { return Duration::from_secs(60) };
+        let mut wait = Duration::ZERO;
+        if let Some(until) = state.exhausted_until.filter(|t| now < *t) {
+            wait = wait.max(until - now);
+        }
+        if state.window.len() >= state.key.requests_per_minute as usize {
+            let oldest = state.window.front().copied().unwrap_or(now);
+            wait = wait.max(Duration::from_secs(60).saturating_sub(now.duration_since(oldest)));
+        }
+        wait.max(Duration::from_secs(1))
+    }
+
     /// Makes every request of a key fail with 429 until `until` (fault injection).
     pub fn exhaust_quota(&mut self, key: &str, until: Instant) {
         if let Some(state) = self.keys.get_mut(key) {
@@ -206,11 +222,7 @@ impl Auth {
     /// `POST /v1/users/session`: site credentials → one user session and the user's networks.
     pub fn login_user(&mut self, email: &str, password: &str, now: Instant) -> Result<(String, User), LoginError> {
         self.check_lock(email, now)?;
-        let user = self
-            .users
-            .iter()
-            .find(|u| u.email.eq_ignore_ascii_case(email) && u.password == password)
-            .cloned();
+        let user = self.users.iter().find(|u| u.email.eq_ignore_ascii_case(email) && u.password == password).cloned();
         self.record(email, user.is_some(), now);
         let mut user = user.ok_or(LoginError::BadCredentials)?;
         if user.networks.is_empty() {
@@ -257,13 +269,43 @@ impl Auth {
             .collect())
     }
 
+    /// `POST /v1/networks/{id}/session`: a session for one network, opened only by that
+    /// network's own credentials (credentials of another network count as a failed login).
+    /// An unknown network is refused before the credentials are looked at.
+    pub fn login_network(
+        &mut self,
+        email: &str,
+        password: &str,
+        network: &str,
+        now: Instant,
+    ) -> Result<String, LoginError> {
+        if !self.network_exists(network) {
+            return Err(LoginError::UnknownNetwork);
+        }
+        self.check_lock(email, now)?;
+        let ok = self
+            .network_credentials
+            .iter()
+            .any(|(id, e, p)| id == network && e.eq_ignore_ascii_case(email) && p == password);
+        self.record(email, ok, now);
+        if !ok {
+            return Err(LoginError::BadCredentials);
+        }
+        Ok(self.new_session(SessionScope::Network(network.to_string()), now))
+    }
+
     /// Whether a network exists (for 404 on a session by network id).
     pub fn network_exists(&self, id: &str) -> bool {
         self.all_networks.iter().any(|n| n == id)
     }
 
     /// Checks a session for a network (`None` = any network, e.g. a user-level read).
-    pub fn check_session(&self, session: Option<&str>, network: Option<&str>, now: Instant) -> Result<(), SessionError> {
+    pub fn check_session(
+        &self,
+        session: Option<&str>,
+        network: Option<&str>,
+        now: Instant,
+    ) -> Result<(), SessionError> {
         let s = session.and_then(|id| self.sessions.get(id)).ok_or(SessionError::Invalid)?;
         if self.session_lifetime.is_some_and(|life| now.duration_since(s.created) >= life) {
             return Err(SessionError::Invalid);
@@ -350,6 +392,34 @@ mod tests {
         assert!(a.admit(DEMO_API_KEY, t0 + Duration::from_secs(60)).is_some());
         a.exhaust_quota(DEMO_API_KEY, t0 + Duration::from_secs(120));
         assert!(a.admit(DEMO_API_KEY, t0 + Duration::from_secs(119)).is_none());
+    }
+
+    #[test]
+    fn single_network_login_checks_that_network() {
+        let mut site = Site::demo();
+        site.networks[1].credentials.password = "other".into();
+        let home = site.networks[0].id.clone();
+        let office = site.networks[1].id.clone();
+        let mut a = Auth::new(&site, Duration::from_secs(60), None);
+        let t0 = Instant::now();
+        let sid = a.login_network(DEMO_NETWORK_EMAIL, DEMO_PASSWORD, &home, t0).unwrap();
+        assert_eq!(a.check_session(Some(&sid), Some(&home), t0), Ok(()));
+        assert_eq!(a.check_session(Some(&sid), Some(&office), t0), Err(SessionError::Invalid));
+        assert_eq!(a.login_network(DEMO_NETWORK_EMAIL, DEMO_PASSWORD, &office, t0), Err(LoginError::BadCredentials));
+        assert_eq!(a.login_network(DEMO_NETWORK_EMAIL, DEMO_PASSWORD, "nope", t0), Err(LoginError::UnknownNetwork));
+    }
+
+    #[test]
+    fn retry_after_follows_the_window() {
+        let mut site = Site::demo();
+        site.api_keys[0].requests_per_minute = 1;
+        let mut a = Auth::new(&site, Duration::from_secs(60), None);
+        let t0 = Instant::now();
+        drop(a.admit(DEMO_API_KEY, t0));
+        assert!(a.admit(DEMO_API_KEY, t0 + Duration::from_secs(20)).is_none());
+        assert_eq!(a.retry_after(DEMO_API_KEY, t0 + Duration::from_secs(20)), Duration::from_secs(40));
+        a.exhaust_quota(DEMO_API_KEY, t0 + Duration::from_secs(300));
+        assert_eq!(a.retry_after(DEMO_API_KEY, t0 + Duration::from_secs(20)), Duration::from_secs(280));
     }
 
     #[test]

@@ -123,6 +123,8 @@ pub struct Shared {
     pub fail_next: std::sync::atomic::AtomicU32,
     /// Cancelled when the simulator stops.
     pub shutdown: CancellationToken,
+    /// While set, the activity generator makes no changes (tests stop it to compare the truth).
+    pub activity_paused: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -130,6 +132,11 @@ impl Shared {
     /// then change), so a poisoned lock is taken over.
     pub fn world(&self) -> MutexGuard<'_, World> {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Pauses (`true`) or resumes the activity generator.
+    pub fn pause_activity(&self, paused: bool) {
+        self.activity_paused.store(paused, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Locks the access rules (poisoning handled as for [`Shared::world`]).
@@ -161,12 +168,10 @@ impl Simulator {
             wire_faults,
             fail_next: std::sync::atomic::AtomicU32::new(0),
             shutdown: CancellationToken::new(),
+            activity_paused: std::sync::atomic::AtomicBool::new(false),
             config,
         });
-        let app = rest::router()
-            .merge(channel::router())
-            .merge(faults::router())
-            .with_state(shared.clone());
+        let app = rest::router().merge(channel::router()).merge(faults::router()).with_state(shared.clone());
         let token = shared.shutdown.clone();
         let server = tokio::spawn(async move {
             let serve = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())

@@ -150,6 +150,13 @@ pub fn network(net: &NetworkTruth, state: bool) -> Value {
     v
 }
 
+/// `GET /v1/fixtures/{id}`: the fixture catalogue entry (`translations` is always empty: the
+/// simulated catalogue has no translated labels).
+pub fn fixture(f: &super::site::Fixture) -> Value {
+    json!({"id": f.id, "type": f.kind, "vendor": f.vendor, "model": f.model, "translations": {},
+           "controls": f.controls})
+}
+
 /// Parses `rgb(r, g, b)` (spaces optional).
 pub fn parse_rgb(text: &str) -> Option<(u8, u8, u8)> {
     let inner = text.trim().strip_prefix("rgb(")?.strip_suffix(')')?;

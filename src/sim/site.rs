@@ -339,14 +339,8 @@ impl Site {
     /// Loads and checks a site file.
     pub fn load(path: &Path) -> Result<Site, SiteError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| SiteError::Read {
-            path: shown.clone(),
-            source,
-        })?;
-        let site: Site = serde_yaml::from_str(&text).map_err(|source| SiteError::Parse {
-            path: shown,
-            source,
-        })?;
+        let text = std::fs::read_to_string(path).map_err(|source| SiteError::Read { path: shown.clone(), source })?;
+        let site: Site = serde_yaml::from_str(&text).map_err(|source| SiteError::Parse { path: shown, source })?;
         site.validate()?;
         Ok(site)
     }
@@ -364,10 +358,7 @@ impl Site {
             let mut unit_ids = HashSet::new();
             for unit in &net.units {
                 if !unit_ids.insert(unit.id) {
-                    return Err(SiteError::Invalid(format!(
-                        "network {}: duplicate unit id {}",
-                        net.id, unit.id
-                    )));
+                    return Err(SiteError::Invalid(format!("network {}: duplicate unit id {}", net.id, unit.id)));
                 }
                 if !fixtures.contains(&unit.fixture) {
                     return Err(SiteError::Invalid(format!(
@@ -403,10 +394,7 @@ impl Site {
         }
         for user in &self.users {
             if let Some(n) = user.networks.iter().find(|n| !net_ids.contains(n.as_str())) {
-                return Err(SiteError::Invalid(format!(
-                    "user {} refers to unknown network {}",
-                    user.email, n
-                )));
+                return Err(SiteError::Invalid(format!("user {} refers to unknown network {}", user.email, n)));
             }
         }
         Ok(())
@@ -430,7 +418,15 @@ impl Site {
             units: vec![
                 unit(1, "Kitchen ceiling", "Luminaire", 1001, 1, true, vec![dimmer(0.8)]),
                 unit(2, "Küche Spots", "Luminaire", 1002, 1, true, vec![dimmer(0.5), cct(2700.0, 2700.0, 6500.0)]),
-                unit(3, "Living room lamp", "Luminaire", 1003, 2, false, vec![dimmer(0.0), colorsource("XY"), color_xy(0.3227, 0.329)]),
+                unit(
+                    3,
+                    "Living room lamp",
+                    "Luminaire",
+                    1003,
+                    2,
+                    false,
+                    vec![dimmer(0.0), colorsource("XY"), color_xy(0.3227, 0.329)],
+                ),
                 unit(4, "Hallway presence", "Sensor", 2001, 0, false, vec![presence("absent")]),
                 unit(5, "Garden lux", "Sensor", 2002, 0, false, vec![lux(412.0)]),
                 unit(6, "Entrance switch", "BatterySwitch", 2003, 0, false, vec![json!({"type": "Switch"})]),
@@ -546,11 +542,7 @@ impl Site {
             });
         }
         Site {
-            api_keys: vec![ApiKey {
-                requests_per_minute: 100_000,
-                concurrent_requests: 64,
-                ..demo_key()
-            }],
+            api_keys: vec![ApiKey { requests_per_minute: 100_000, concurrent_requests: 64, ..demo_key() }],
             users: vec![demo_user()],
             fixtures: demo_fixtures(),
             networks: nets,
@@ -591,10 +583,7 @@ fn demo_user() -> User {
 }
 
 fn demo_network_credentials() -> Credentials {
-    Credentials {
-        email: DEMO_NETWORK_EMAIL.into(),
-        password: DEMO_PASSWORD.into(),
-    }
+    Credentials { email: DEMO_NETWORK_EMAIL.into(), password: DEMO_PASSWORD.into() }
 }
 
 fn demo_fixtures() -> Vec<Fixture> {

@@ -101,9 +101,8 @@ impl World {
                     .units
                     .iter()
                     .map(|u| {
-                        let last_level = control_value(&u.controls, "Dimmer", "value")
-                            .filter(|v| *v > 0.0)
-                            .unwrap_or(1.0);
+                        let last_level =
+                            control_value(&u.controls, "Dimmer", "value").filter(|v| *v > 0.0).unwrap_or(1.0);
                         (u.id, UnitTruth { def: u.clone(), active_scene_id: 0, last_level })
                     })
                     .collect();
@@ -137,9 +136,7 @@ impl World {
 
     /// Looks a network up mutably, or says which id is unknown.
     fn network_mut(&mut self, network: &str) -> Result<&mut NetworkTruth, ControlError> {
-        self.networks
-            .get_mut(network)
-            .ok_or_else(|| ControlError::InvalidData(format!("unknown network {network}")))
+        self.networks.get_mut(network).ok_or_else(|| ControlError::InvalidData(format!("unknown network {network}")))
     }
 
     /// Applies `targetControls` to one unit (`controlUnit`).
@@ -150,9 +147,8 @@ impl World {
     /// Applies `targetControls` to several units (`controlUnits`). Every unit id and every target
     /// is checked before anything changes, so a refused message changes nothing.
     pub fn control_units(&mut self, network: &str, units: &[i64], targets: &Value) -> Result<(), ControlError> {
-        let targets = targets
-            .as_object()
-            .ok_or_else(|| ControlError::InvalidData("targetControls must be an object".into()))?;
+        let targets =
+            targets.as_object().ok_or_else(|| ControlError::InvalidData("targetControls must be an object".into()))?;
         let net = self.network_mut(network)?;
         for id in units {
             if !net.units.contains_key(id) {
@@ -161,7 +157,7 @@ impl World {
         }
         let parsed = parse_targets(targets)?;
         for id in units {
-            net.apply_targets(*id, &parsed, true);
+            net.apply_targets(*id, &parsed, SceneEffect::Leave);
         }
         Ok(())
     }
@@ -182,25 +178,21 @@ impl World {
         if level > 0.0 {
             net.active_scenes.insert(scene);
             for member in &def.units {
+                // One event per unit: its level and its scene change together.
                 let targets = [Target::Dimmer(member.level * level)];
-                net.apply_targets(member.id, &targets, false);
-                if let Some(u) = net.units.get_mut(&member.id) {
-                    if u.def.online && u.active_scene_id != scene {
-                        u.active_scene_id = scene;
-                        net.emit_unit(member.id);
-                    }
-                }
+                net.apply_targets(member.id, &targets, SceneEffect::Join(scene));
             }
         } else {
             net.active_scenes.remove(&scene);
             let members: Vec<i64> = def.units.iter().map(|m| m.id).collect();
             for id in members {
                 if net.units.get(&id).is_some_and(|u| u.active_scene_id == scene) {
-                    net.apply_targets(id, &[Target::Dimmer(0.0)], false);
-                    if let Some(u) = net.units.get_mut(&id) {
+                    net.apply_targets(id, &[Target::Dimmer(0.0)], SceneEffect::Join(0));
+                    // An unreachable unit is not switched but still leaves the scene.
+                    if let Some(u) = net.units.get_mut(&id).filter(|u| u.active_scene_id == scene) {
                         u.active_scene_id = 0;
+                        net.emit_unit(id);
                     }
-                    net.emit_unit(id);
                 }
             }
         }
@@ -218,7 +210,7 @@ impl World {
             .map(|g| g.units.clone())
             .ok_or_else(|| ControlError::InvalidData(format!("unknown group {group}")))?;
         for id in members {
-            net.apply_targets(id, &[Target::Dimmer(level)], true);
+            net.apply_targets(id, &[Target::Dimmer(level)], SceneEffect::Leave);
         }
         Ok(())
     }
@@ -267,10 +259,7 @@ impl World {
         controls: &[Value],
     ) -> Result<(), ControlError> {
         let net = self.network_mut(network)?;
-        let u = net
-            .units
-            .get_mut(&unit)
-            .ok_or_else(|| ControlError::InvalidData(format!("unknown unit {unit}")))?;
+        let u = net.units.get_mut(&unit).ok_or_else(|| ControlError::InvalidData(format!("unknown unit {unit}")))?;
         let before = render::unit_event(net_view(&net.def, net.dim_level, net.gateway_online), u);
         if let Some(online) = online {
             u.def.online = online;
@@ -393,9 +382,9 @@ impl NetworkTruth {
         self.send(WorldEvent::NetworkUpdated);
     }
 
-    /// Applies parsed targets to one unit and emits `unitChanged` when its state changed.
-    /// `direct` = a unit or group command, which takes the unit out of its active scene.
-    fn apply_targets(&mut self, id: i64, targets: &[Target], direct: bool) {
+    /// Applies parsed targets to one unit and emits one `unitChanged` when its state changed.
+    /// `scene` says what happens to the unit's active scene.
+    fn apply_targets(&mut self, id: i64, targets: &[Target], scene: SceneEffect) {
         if !self.gateway_online {
             return;
         }
@@ -409,20 +398,33 @@ impl NetworkTruth {
             target.apply(u);
         }
         let mut left_scene = None;
-        if direct && u.active_scene_id != 0 {
-            left_scene = Some(u.active_scene_id);
-            u.active_scene_id = 0;
+        match scene {
+            SceneEffect::Leave if u.active_scene_id != 0 => {
+                left_scene = Some(u.active_scene_id);
+                u.active_scene_id = 0;
+            }
+            SceneEffect::Leave => {}
+            SceneEffect::Join(s) => u.active_scene_id = s,
         }
         let after = render::unit_event(net_view(&self.def, self.dim_level, self.gateway_online), u);
-        if let Some(scene) = left_scene {
-            if !self.units.values().any(|o| o.active_scene_id == scene) {
-                self.active_scenes.remove(&scene);
-            }
+        if let Some(scene) = left_scene
+            && !self.units.values().any(|o| o.active_scene_id == scene)
+        {
+            self.active_scenes.remove(&scene);
         }
         if before != after {
             self.send(WorldEvent::UnitChanged { unit: id, body: after });
         }
     }
+}
+
+/// What a change does to a unit's active scene.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SceneEffect {
+    /// A unit or group command: the unit leaves its scene.
+    Leave,
+    /// A scene command: the unit's active scene becomes this one (0 = none).
+    Join(i64),
 }
 
 /// One checked entry of `targetControls`.
@@ -449,9 +451,9 @@ fn check_level(level: f64) -> Result<(), ControlError> {
 
 fn number(obj: &Map<String, Value>, control: &str, field: &str) -> Result<f64, ControlError> {
     match obj.get(field) {
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .ok_or_else(|| ControlError::InvalidValueType(format!("{control}.{field}"))),
+        Some(Value::Number(n)) => {
+            n.as_f64().ok_or_else(|| ControlError::InvalidValueType(format!("{control}.{field}")))
+        }
         Some(_) => Err(ControlError::InvalidValueType(format!("{control}.{field} must be a number"))),
         None => Err(ControlError::InvalidData(format!("{control}.{field} missing"))),
     }
@@ -470,9 +472,8 @@ fn unit_interval(obj: &Map<String, Value>, control: &str, field: &str) -> Result
 fn parse_targets(targets: &Map<String, Value>) -> Result<Vec<Target>, ControlError> {
     let mut out = Vec::with_capacity(targets.len());
     for (name, value) in targets {
-        let obj = value
-            .as_object()
-            .ok_or_else(|| ControlError::InvalidValueType(format!("{name} must be an object")))?;
+        let obj =
+            value.as_object().ok_or_else(|| ControlError::InvalidValueType(format!("{name} must be an object")))?;
         let target = match name.as_str() {
             "Dimmer" => Target::Dimmer(unit_interval(obj, name, "value")?),
             "OnOff" => Target::OnOff(number(obj, name, "value")? > 0.5),
@@ -584,10 +585,9 @@ fn has(controls: &[Value], kind: &str) -> bool {
 
 /// Sets a numeric field of the first control of a type; units without that control are unchanged.
 fn set(controls: &mut [Value], kind: &str, field: &str, value: f64) {
-    if let (Some(obj), Some(n)) = (
-        find(controls, kind).and_then(Value::as_object_mut),
-        serde_json::Number::from_f64(round6(value)),
-    ) {
+    if let (Some(obj), Some(n)) =
+        (find(controls, kind).and_then(Value::as_object_mut), serde_json::Number::from_f64(round6(value)))
+    {
         obj.insert(field.into(), Value::Number(n));
     }
 }

@@ -14,8 +14,9 @@ use std::fmt;
 
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
+
+mod ser;
 
 /// One control object of a unit, as reported in unit state and events.
 #[derive(Clone, Debug, PartialEq)]
@@ -276,10 +277,8 @@ enum K {
     Label,
 }
 
-const KEY_NAMES: [&str; 15] = [
-    "type", "name", "value", "min", "max", "level", "tw", "hue", "sat", "x", "y", "rgb", "source",
-    "status", "label",
-];
+const KEY_NAMES: [&str; 15] =
+    ["type", "name", "value", "min", "max", "level", "tw", "hue", "sat", "x", "y", "rgb", "source", "status", "label"];
 
 /// A key of a control object: a known slot or any other name.
 enum Key {
@@ -338,23 +337,24 @@ impl Fields {
     /// Takes a string field; a field of another JSON type stays and ends up in `extra`.
     fn string(&mut self, k: K) -> Option<Box<str>> {
         let slot = &mut self.known[k as usize];
-        if matches!(slot, Some(Value::String(_))) {
-            if let Some(Value::String(s)) = slot.take() {
-                return Some(s.into_boxed_str());
-            }
+        if matches!(slot, Some(Value::String(_)))
+            && let Some(Value::String(s)) = slot.take()
+        {
+            return Some(s.into_boxed_str());
         }
         None
     }
 
     /// Whatever was not taken, as the control's extra fields.
-    fn into_extra(mut self) -> Extra {
+    fn take_extra(&mut self) -> Extra {
         self.known[K::Type as usize] = None;
-        for (i, v) in self.known.into_iter().enumerate() {
-            if let Some(v) = v {
-                self.extra.insert(KEY_NAMES[i].to_owned(), v);
+        let mut extra = std::mem::take(&mut self.extra);
+        for (i, slot) in self.known.iter_mut().enumerate() {
+            if let Some(v) = slot.take() {
+                extra.insert(KEY_NAMES[i].to_owned(), v);
             }
         }
-        Extra::from_map(self.extra)
+        Extra::from_map(extra)
     }
 
     /// The whole object back as raw JSON (for [`Control::Other`]).
@@ -368,24 +368,29 @@ impl Fields {
         Value::Object(map)
     }
 
-    fn value_control(mut self) -> Result<ValueControl, Self> {
+    fn value_control(&mut self) -> Option<ValueControl> {
         if !self.is_num(K::Value) {
-            return Err(self);
+            return None;
         }
-        Ok(ValueControl { value: self.num(K::Value).unwrap_or(0.0), name: self.string(K::Name), extra: self.into_extra() })
+        Some(ValueControl {
+            value: self.num(K::Value).unwrap_or(0.0),
+            name: self.string(K::Name),
+            extra: self.take_extra(),
+        })
     }
 
-    fn status_control(mut self) -> Result<StatusControl, Self> {
+    fn status_control(&mut self) -> Option<StatusControl> {
         if !self.is_str(K::Status) {
-            return Err(self);
+            return None;
         }
         let status = self.string(K::Status).unwrap_or_default();
-        Ok(StatusControl { status, name: self.string(K::Name), extra: self.into_extra() })
+        Some(StatusControl { status, name: self.string(K::Name), extra: self.take_extra() })
     }
 
-    /// Builds the typed control for `kind`, or gives the fields back when they do not fit it.
-    fn build(mut self, kind: &str) -> Result<Control, Self> {
-        Ok(match kind {
+    /// Builds the typed control for `kind`; `None` (with nothing taken) when the fields do not
+    /// fit it.
+    fn build(&mut self, kind: &str) -> Option<Control> {
+        Some(match kind {
             "Dimmer" => Control::Dimmer(self.value_control()?),
             "OnOff" => Control::OnOff(self.value_control()?),
             "White" => Control::White(self.value_control()?),
@@ -394,7 +399,7 @@ impl Fields {
             "Overheat" => Control::Overheat(self.status_control()?),
             "CCT" => {
                 if !(self.is_num(K::Min) && self.is_num(K::Max) && self.is_num(K::Value)) {
-                    return Err(self);
+                    return None;
                 }
                 Control::Cct(Cct {
                     min: self.num(K::Min).unwrap_or(0.0),
@@ -403,7 +408,7 @@ impl Fields {
                     level: self.num(K::Level),
                     tw: self.num(K::Tw),
                     name: self.string(K::Name),
-                    extra: self.into_extra(),
+                    extra: self.take_extra(),
                 })
             }
             "Color" => Control::Color(Color {
@@ -413,32 +418,32 @@ impl Fields {
                 y: self.num(K::Y),
                 rgb: self.string(K::Rgb),
                 name: self.string(K::Name),
-                extra: self.into_extra(),
+                extra: self.take_extra(),
             }),
             "Colorsource" => {
-                let Some(source) = self.string(K::Source) else { return Err(self) };
+                let source = self.string(K::Source)?;
                 Control::Colorsource(Colorsource {
                     source: ColorSource::parse(&source),
                     name: self.string(K::Name),
-                    extra: self.into_extra(),
+                    extra: self.take_extra(),
                 })
             }
             "Lux" => Control::Lux(Lux {
                 value: self.num(K::Value),
                 level: self.num(K::Level),
                 name: self.string(K::Name),
-                extra: self.into_extra(),
+                extra: self.take_extra(),
             }),
-            "Switch" => Control::Switch(Plain { name: self.string(K::Name), extra: self.into_extra() }),
+            "Switch" => Control::Switch(Plain { name: self.string(K::Name), extra: self.take_extra() }),
             "Slider" => Control::Slider(Slider {
                 min: self.num(K::Min),
                 max: self.num(K::Max),
                 value: self.num(K::Value),
                 label: self.string(K::Label),
                 name: self.string(K::Name),
-                extra: self.into_extra(),
+                extra: self.take_extra(),
             }),
-            _ => return Err(self),
+            _ => return None,
         })
     }
 }
@@ -459,8 +464,8 @@ fn control_from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Control, A::Er
         _ => return Ok(Control::Other(fields.into_value())),
     };
     match fields.build(&kind) {
-        Ok(control) => Ok(control),
-        Err(mut fields) => {
+        Some(control) => Ok(control),
+        None => {
             fields.known[K::Type as usize] = Some(Value::String(kind));
             Ok(Control::Other(fields.into_value()))
         }
@@ -569,117 +574,4 @@ pub fn controls_opt<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option
         }
     }
     deserializer.deserialize_any(V)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Serialisation
-// ---------------------------------------------------------------------------------------------
-
-/// A number written as an integer when it is integral (`2700.0` → `2700`), as JSON readers expect.
-struct Num(f64);
-
-impl Serialize for Num {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-        if self.0.is_finite() && self.0.fract() == 0.0 && self.0.abs() < EXACT {
-            s.serialize_i64(self.0 as i64)
-        } else {
-            s.serialize_f64(self.0)
-        }
-    }
-}
-
-/// Writes the fields of a typed control into an open map.
-struct MapWriter<M>(M);
-
-impl<M: SerializeMap> MapWriter<M> {
-    fn num(&mut self, key: &str, v: Option<f64>) -> Result<(), M::Error> {
-        match v {
-            Some(v) => self.0.serialize_entry(key, &Num(v)),
-            None => Ok(()),
-        }
-    }
-
-    fn str(&mut self, key: &str, v: Option<&str>) -> Result<(), M::Error> {
-        match v {
-            Some(v) => self.0.serialize_entry(key, v),
-            None => Ok(()),
-        }
-    }
-
-    fn end(mut self, extra: &Extra) -> Result<M::Ok, M::Error> {
-        if let Some(map) = extra.get() {
-            for (k, v) in map {
-                self.0.serialize_entry(k, v)?;
-            }
-        }
-        self.0.end()
-    }
-}
-
-impl Serialize for Control {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let kind = match self {
-            Self::Other(v) => return v.serialize(s),
-            other => other.type_name().unwrap_or_default(),
-        };
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("type", kind)?;
-        let mut w = MapWriter(m);
-        match self {
-            Self::Dimmer(c) | Self::OnOff(c) | Self::White(c) | Self::Vertical(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.num("value", Some(c.value))?;
-                w.end(&c.extra)
-            }
-            Self::Cct(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.num("min", Some(c.min))?;
-                w.num("max", Some(c.max))?;
-                w.num("value", Some(c.value))?;
-                w.num("level", c.level)?;
-                w.num("tw", c.tw)?;
-                w.end(&c.extra)
-            }
-            Self::Color(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.num("hue", c.hue)?;
-                w.num("sat", c.sat)?;
-                w.num("x", c.x)?;
-                w.num("y", c.y)?;
-                w.str("rgb", c.rgb.as_deref())?;
-                w.end(&c.extra)
-            }
-            Self::Colorsource(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.str("source", Some(c.source.as_str()))?;
-                w.end(&c.extra)
-            }
-            Self::Presence(c) | Self::Overheat(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.str("status", Some(&c.status))?;
-                w.end(&c.extra)
-            }
-            Self::Lux(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.num("value", c.value)?;
-                w.num("level", c.level)?;
-                w.end(&c.extra)
-            }
-            Self::Switch(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.end(&c.extra)
-            }
-            Self::Slider(c) => {
-                w.str("name", c.name.as_deref())?;
-                w.str("label", c.label.as_deref())?;
-                w.num("min", c.min)?;
-                w.num("max", c.max)?;
-                w.num("value", c.value)?;
-                w.end(&c.extra)
-            }
-            // Returned early above; closing the map keeps the match total without a panic path.
-            Self::Other(_) => w.end(&Extra::default()),
-        }
-    }
 }

@@ -1,0 +1,13 @@
+//! The bridge core: from the cloud to a correct, live, in-memory state of every network, and a
+//! stream of typed changes for the MQTT side.
+//!
+//! - [`state`]: one network's state; merges snapshots and events into minimal changes (no I/O).
+//! - [`update`]: the typed stream of changes the consumers (MQTT publisher, `check`) receive.
+
+pub mod fixtures;
+pub mod network;
+pub mod runner;
+pub mod state;
+pub mod update;
+
+pub use runner::{Bridge, CloudSettings, CredentialSettings, CredentialState};

@@ -1,0 +1,410 @@
+//! The supervisor of one network: start-up snapshot, live events while the wire is up, REST
+//! polling of `/state` while it is down, a periodic resync, session renewal, and the debounced
+//! `/state` refresh that brings `activeScenes` (which only comes over REST).
+//!
+//! It owns the network's [`NetworkView`] and is the only writer of it; what changed goes out as
+//! [`Update`]s on a bounded queue (a slow consumer slows the supervisor, it never grows memory).
+
+use super::fixtures::FixtureCache;
+use super::state::{Connection, NetworkView, SnapshotDelta, Topology};
+use super::update::Update;
+use crate::cloud::CloudError;
+use crate::cloud::channel::{EventChannel, WireEvent};
+use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
+use crate::cloud::quota::BackoffPolicy;
+use crate::cloud::rest::RestClient;
+use crate::cloud::session::{NetworkSession, SessionManager};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, MissedTickBehavior, interval_at, sleep, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+/// Timing of a supervisor.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// REST polling of `/state` while the wire is down.
+    pub poll_interval: Duration,
+    /// Full REST resync while the wire is up.
+    pub resync_interval: Duration,
+    /// Delay of the `/state` refresh after a scene change (debounced: repeated triggers within
+    /// the delay move it, up to three delays after the first).
+    pub scene_refresh_delay: Duration,
+    /// After a wire opens, the service resends every unit; switch reports in this window are
+    /// resync, not presses.
+    pub burst_window: Duration,
+    /// How long to wait before reopening a wire the service refused for a reason other than the
+    /// session.
+    pub reopen_delay: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            poll_interval: Duration::from_secs(10),
+            resync_interval: Duration::from_secs(15 * 60),
+            scene_refresh_delay: Duration::from_secs(1),
+            burst_window: Duration::from_secs(2),
+            reopen_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A message for the network's wire, built once the wire number is known, with the answer
+/// channel of the caller (commands from MQTT).
+pub struct Outgoing {
+    /// Builds the message for the wire number.
+    pub build: Box<dyn FnOnce(u32) -> ClientMessage + Send>,
+    /// Refresh `/state` afterwards (scene and network commands change `activeScenes`).
+    pub refresh_after: bool,
+    /// Told whether the message went out.
+    pub done: oneshot::Sender<Result<(), String>>,
+}
+
+impl std::fmt::Debug for Outgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outgoing").field("refresh_after", &self.refresh_after).finish_non_exhaustive()
+    }
+}
+
+/// Everything a supervisor needs; built by [`super::Bridge`].
+pub struct Supervisor {
+    /// Network id.
+    pub id: Arc<str>,
+    /// REST client of the network's API key.
+    pub rest: RestClient,
+    /// Sessions of the credentials that open the network.
+    pub sessions: Arc<SessionManager>,
+    /// The event channel of the API key.
+    pub channel: EventChannel,
+    /// Fixture cache shared by all networks.
+    pub fixtures: Arc<FixtureCache>,
+    /// Where changes go.
+    pub updates: mpsc::Sender<Update>,
+    /// Messages to send on the wire.
+    pub outgoing: mpsc::Receiver<Outgoing>,
+    /// Timing.
+    pub timing: Timing,
+    /// Retry schedule for REST failures.
+    pub backoff: BackoffPolicy,
+}
+
+/// The supervisor's own bookkeeping besides the view.
+struct Run {
+    view: NetworkView,
+    wire_tx: mpsc::Sender<WireEvent>,
+    burst_until: Instant,
+    scene_refresh: Option<(Instant, Instant)>,
+    reopen_at: Option<Instant>,
+    wire_live: bool,
+    /// Generation of the session the wire was opened with; a refusal of it renews only if no
+    /// newer session exists (a REST 410 may have renewed it meanwhile).
+    wire_generation: u64,
+    /// Fixture ids already looked up (found or not), so a missing fixture is not asked again.
+    fixtures_asked: std::collections::BTreeSet<u32>,
+}
+
+impl Supervisor {
+    /// Runs until `shutdown`; never returns an error (failures are retried and reported as
+    /// [`Update::Problem`]s and connection states).
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        let (wire_tx, mut wire_rx) = mpsc::channel(1024);
+        let mut run = Run {
+            view: NetworkView::new(&self.id),
+            wire_tx,
+            burst_until: Instant::now(),
+            scene_refresh: None,
+            reopen_at: None,
+            wire_live: false,
+            fixtures_asked: Default::default(),
+            wire_generation: 0,
+        };
+        // Start-up snapshot, retried until it works.
+        let mut backoff = self.backoff.backoff();
+        loop {
+            match self.snapshot(&mut run, true).await {
+                Ok(()) => break,
+                Err(e) => {
+                    self.report_rest_failure(&mut run, &e).await;
+                    let delay = backoff.next_delay(Some(&e)).unwrap_or(self.timing.poll_interval);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = sleep(delay) => {}
+                    }
+                }
+            }
+        }
+        self.open_wire(&mut run).await;
+
+        let start = Instant::now();
+        let mut poll = interval_at(start + self.timing.poll_interval, self.timing.poll_interval);
+        poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut resync = interval_at(start + self.timing.resync_interval, self.timing.resync_interval);
+        resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let far = Duration::from_secs(365 * 24 * 3600);
+        loop {
+            let refresh_at = run.scene_refresh.map_or(Instant::now() + far, |(at, _)| at);
+            let reopen_at = run.reopen_at.unwrap_or(Instant::now() + far);
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                event = wire_rx.recv() => {
+                    let Some(event) = event else { break };
+                    self.on_wire(&mut run, event).await;
+                }
+                _ = poll.tick(), if !run.wire_live => self.refresh(&mut run).await,
+                _ = resync.tick(), if run.wire_live => self.refresh(&mut run).await,
+                _ = sleep_until(refresh_at), if run.scene_refresh.is_some() => {
+                    run.scene_refresh = None;
+                    self.refresh(&mut run).await;
+                }
+                _ = sleep_until(reopen_at), if run.reopen_at.is_some() => {
+                    run.reopen_at = None;
+                    self.open_wire(&mut run).await;
+                }
+                out = self.outgoing.recv() => {
+                    let Some(out) = out else { continue };
+                    let result = self.channel.send(&self.id, out.build).await.map_err(|e| e.to_string());
+                    if result.is_ok() && out.refresh_after {
+                        schedule_refresh(&mut run, self.timing.scene_refresh_delay);
+                    }
+                    let _ = out.done.send(result);
+                }
+            }
+        }
+        let _ = self.channel.close(&self.id);
+    }
+
+    async fn open_wire(&self, run: &mut Run) {
+        match self.session().await {
+            Ok(session) => {
+                run.wire_generation = session.generation;
+                if self.channel.open(&self.id, session.session_id, run.wire_tx.clone()).is_err() {
+                    tracing::error!(network = %self.id, "event channel stopped; staying on REST polling");
+                }
+            }
+            Err(e) => tracing::warn!(network = %self.id, error = %e, "no session for the wire"),
+        }
+    }
+
+    async fn on_wire(&self, run: &mut Run, event: WireEvent) {
+        match event {
+            WireEvent::Opened => {
+                tracing::info!(network = %self.id, "wire open");
+                run.wire_live = true;
+                run.burst_until = Instant::now() + self.timing.burst_window;
+                self.set_connection(run, Connection::Live).await;
+            }
+            WireEvent::Down { reason } => {
+                if run.wire_live {
+                    tracing::warn!(network = %self.id, reason = %reason, "wire down; polling over REST");
+                }
+                run.wire_live = false;
+                // Poll at once: changes made while the wire was down are not lost.
+                self.refresh(run).await;
+            }
+            WireEvent::Refused(WireStatusKind::InvalidSession) => {
+                run.wire_live = false;
+                tracing::info!(network = %self.id, "wire refused the session; renewing it");
+                match self.sessions.renew(&self.id, run.wire_generation).await {
+                    Ok(session) => {
+                        run.wire_generation = session.generation;
+                        if self.channel.open(&self.id, session.session_id, run.wire_tx.clone()).is_err() {
+                            tracing::error!(network = %self.id, "event channel stopped");
+                        }
+                    }
+                    Err(e) => {
+                        self.report_rest_failure(run, &e).await;
+                        run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
+                    }
+                }
+                self.refresh(run).await;
+            }
+            WireEvent::Refused(status) => {
+                run.wire_live = false;
+                let message = format!("the service refused the wire: {}", status.as_str());
+                tracing::warn!(network = %self.id, status = status.as_str(), "wire refused");
+                self.problem(message).await;
+                run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
+                self.refresh(run).await;
+            }
+            WireEvent::Message(msg) => self.on_message(run, msg).await,
+        }
+    }
+
+    async fn on_message(&self, run: &mut Run, msg: ServerMessage) {
+        match msg {
+            ServerMessage::UnitChanged { unit, .. } => {
+                let id = unit.id;
+                let old_scene = run.view.units.get(&id).and_then(|u| u.active_scene_id);
+                let live = Instant::now() >= run.burst_until;
+                let delta = run.view.apply_unit(unit, live);
+                if delta.changed
+                    && let Some(unit) = run.view.units.get(&id).cloned()
+                {
+                    if unit.active_scene_id.is_some() && unit.active_scene_id != old_scene {
+                        schedule_refresh(run, self.timing.scene_refresh_delay);
+                    }
+                    self.send(Update::Unit { network: self.id.clone(), unit }).await;
+                }
+                if let Some(event) = delta.event {
+                    self.send(Update::Event { network: self.id.clone(), unit: id, event, at: chrono::Utc::now() })
+                        .await;
+                }
+            }
+            ServerMessage::PeerChanged { online, .. } => {
+                if run.view.set_gateway(online) {
+                    tracing::info!(network = %self.id, online, "gateway presence changed");
+                    self.send_status(run).await;
+                }
+            }
+            ServerMessage::NetworkUpdated { .. } => {
+                tracing::info!(network = %self.id, "network configuration changed; refetching");
+                if let Err(e) = self.snapshot(run, true).await {
+                    self.report_rest_failure(run, &e).await;
+                }
+            }
+            ServerMessage::WireStatus { status, .. } => {
+                // A refused control message.
+                self.problem(format!("the service refused a message: {}", status.as_str())).await;
+            }
+            ServerMessage::NetworkLog { message, .. } => {
+                tracing::debug!(network = %self.id, message = message.as_deref().unwrap_or(""), "network log");
+            }
+            ServerMessage::Unknown { method, .. } => tracing::debug!(network = %self.id, %method, "unknown event"),
+            ServerMessage::Pong | ServerMessage::Response { .. } => {}
+        }
+    }
+
+    /// Polls `/state` (while the wire is down, for resyncs and scene refreshes).
+    async fn refresh(&self, run: &mut Run) {
+        match self.snapshot(run, false).await {
+            Ok(()) => {}
+            Err(e) => self.report_rest_failure(run, &e).await,
+        }
+    }
+
+    /// Fetches the state (and with `with_config` the network configuration too) and publishes
+    /// what changed. A REST success while the wire is down means `polling`.
+    async fn snapshot(&self, run: &mut Run, with_config: bool) -> Result<(), CloudError> {
+        let first = run.view.status.revision.is_none() && run.view.units.is_empty();
+        let config = if with_config { Some(self.with_session(|s| self.rest_network(s)).await?) } else { None };
+        let state = self.with_session(|s| self.rest_state(s)).await?;
+        let before_status = run.view.status.clone();
+        let mut topology = Topology::default();
+        if let Some(config) = &config {
+            topology = run.view.apply_config(config);
+        }
+        let revision_before = run.view.status.revision;
+        let delta: SnapshotDelta = run.view.apply_snapshot(state);
+        merge_topology(&mut topology, delta.topology);
+        let revision_changed = revision_before.is_some() && run.view.status.revision != revision_before;
+        let fixture_ids = run.view.fixture_ids();
+        let fixtures_missing = !fixture_ids.is_subset(&run.fixtures_asked);
+        if fixtures_missing {
+            let fixtures = self.fixtures.get_all(&self.rest, fixture_ids.clone()).await;
+            run.view.set_fixtures(fixtures);
+            run.fixtures_asked = fixture_ids;
+        }
+        if !run.wire_live {
+            run.view.set_connection(Connection::Polling);
+        }
+        if first || !topology.is_empty() || revision_changed || fixtures_missing {
+            let view = Arc::new(run.view.clone());
+            self.send(Update::Network { view, topology }).await;
+            return Ok(());
+        }
+        if run.view.status != before_status {
+            self.send_status(run).await;
+        }
+        for id in delta.changed_units {
+            if let Some(unit) = run.view.units.get(&id) {
+                self.send(Update::Unit { network: self.id.clone(), unit: unit.clone() }).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn rest_network(&self, session: Secret) -> Result<crate::cloud::model::Network, CloudError> {
+        self.rest.network(&session, &self.id).await
+    }
+
+    async fn rest_state(&self, session: Secret) -> Result<crate::cloud::model::NetworkState, CloudError> {
+        self.rest.network_state(&session, &self.id).await
+    }
+
+    /// Runs a REST call with the network's session; after a 410 gets one new session and retries
+    /// once.
+    async fn with_session<T, F, Fut>(&self, op: F) -> Result<T, CloudError>
+    where
+        F: Fn(Secret) -> Fut,
+        Fut: std::future::Future<Output = Result<T, CloudError>>,
+    {
+        let session = self.session().await?;
+        match op(session.session_id).await {
+            Err(e) if e.is_session_expired() => {
+                tracing::info!(network = %self.id, "session expired; renewing it");
+                let session = self.sessions.renew(&self.id, session.generation).await?;
+                op(session.session_id).await
+            }
+            other => other,
+        }
+    }
+
+    /// The network's current session, or a new one when there is none.
+    async fn session(&self) -> Result<NetworkSession, CloudError> {
+        match self.sessions.current(&self.id) {
+            Some(session) => Ok(session),
+            None => self.sessions.renew(&self.id, 0).await,
+        }
+    }
+
+    async fn report_rest_failure(&self, run: &mut Run, e: &CloudError) {
+        tracing::warn!(network = %self.id, error = %e, "cloud request failed");
+        if e.is_final() {
+            self.problem(e.to_string()).await;
+        }
+        if !run.wire_live {
+            self.set_connection(run, Connection::Down).await;
+        }
+    }
+
+    async fn set_connection(&self, run: &mut Run, connection: Connection) {
+        if run.view.set_connection(connection) {
+            self.send_status(run).await;
+        }
+    }
+
+    async fn send_status(&self, run: &Run) {
+        self.send(Update::Status { network: self.id.clone(), status: run.view.status.clone() }).await;
+    }
+
+    async fn problem(&self, message: String) {
+        self.send(Update::Problem { network: Some(self.id.clone()), message }).await;
+    }
+
+    async fn send(&self, update: Update) {
+        // A closed receiver means the bridge is shutting down.
+        let _ = self.updates.send(update).await;
+    }
+}
+
+fn schedule_refresh(run: &mut Run, delay: Duration) {
+    let now = Instant::now();
+    run.scene_refresh = Some(match run.scene_refresh {
+        Some((_, first)) => ((now + delay).min(first + delay * 3), first),
+        None => (now + delay, now),
+    });
+}
+
+fn merge_topology(into: &mut Topology, more: Topology) {
+    into.units.added.extend(more.units.added);
+    into.units.removed.extend(more.units.removed);
+    into.units.renamed.extend(more.units.renamed);
+    into.scenes.added.extend(more.scenes.added);
+    into.scenes.removed.extend(more.scenes.removed);
+    into.scenes.renamed.extend(more.scenes.renamed);
+    into.groups.added.extend(more.groups.added);
+    into.groups.removed.extend(more.groups.removed);
+    into.groups.renamed.extend(more.groups.renamed);
+    into.membership_changed |= more.membership_changed;
+}

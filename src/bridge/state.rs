@@ -1,0 +1,494 @@
+//! What the bridge knows of one network, and how snapshots and events change it.
+//!
+//! The state never does I/O. It merges REST snapshots and WebSocket events and answers with the
+//! smallest typed change: an event that changes nothing produces nothing (and allocates nothing,
+//! since incoming fields are compared before anything is moved), so replays and resync bursts are
+//! free downstream.
+//!
+//! Units are kept as `Arc<UnitState>`: a change hands the MQTT side a cheap clone of the unit, and
+//! `Arc::make_mut` copies a unit only while the MQTT side still holds the previous version.
+
+use crate::cloud::model::{Control, Fixture, Network, NetworkState, UnitState};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// How the bridge currently reaches a network (published as `connection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Connection {
+    /// The wire is open: events arrive live.
+    Live,
+    /// The wire is down; the state is polled over REST.
+    Polling,
+    /// Neither the wire nor REST works.
+    Down,
+}
+
+impl Connection {
+    /// The published spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Connection::Live => "live",
+            Connection::Polling => "polling",
+            Connection::Down => "down",
+        }
+    }
+}
+
+/// A scene as the bridge needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SceneInfo {
+    /// Scene id.
+    pub id: u32,
+    /// Scene name.
+    pub name: String,
+    /// Member unit ids.
+    pub units: Vec<u32>,
+}
+
+/// A group as the bridge needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupInfo {
+    /// Group id.
+    pub id: u32,
+    /// Group name.
+    pub name: String,
+    /// Member unit ids, in view order.
+    pub units: Vec<u32>,
+}
+
+/// Network-level fields, published at `<base>/<net>`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkStatus {
+    /// Network id.
+    pub id: String,
+    /// Network name.
+    pub name: String,
+    /// Configuration revision.
+    pub revision: Option<u64>,
+    /// Network dim level (0..1).
+    pub dim_level: Option<f64>,
+    /// Active scene ids.
+    pub active_scenes: BTreeSet<u32>,
+    /// Whether the gateway is online (`peerChanged`).
+    pub gateway_online: bool,
+    /// How the bridge reaches the network.
+    pub connection: Connection,
+}
+
+impl NetworkStatus {
+    /// Reachable = the cloud answers (wire or REST) and the gateway is online.
+    pub fn available(&self) -> bool {
+        self.gateway_online && self.connection != Connection::Down
+    }
+}
+
+/// Added, removed and renamed things of one kind, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IdDiff {
+    /// New ids.
+    pub added: Vec<u32>,
+    /// Ids gone.
+    pub removed: Vec<u32>,
+    /// Ids whose name changed.
+    pub renamed: Vec<u32>,
+}
+
+impl IdDiff {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.renamed.is_empty()
+    }
+
+    fn of<'a, T: 'a>(old: &BTreeMap<u32, T>, new: &BTreeMap<u32, T>, name: impl Fn(&T) -> &str) -> IdDiff {
+        IdDiff {
+            added: new.keys().filter(|k| !old.contains_key(k)).copied().collect(),
+            removed: old.keys().filter(|k| !new.contains_key(k)).copied().collect(),
+            renamed: new
+                .iter()
+                .filter(|(k, v)| old.get(k).is_some_and(|o| name(o) != name(v)))
+                .map(|(k, _)| *k)
+                .collect(),
+        }
+    }
+}
+
+/// What a configuration change did (reported after `networkUpdated` or a revision change).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Topology {
+    /// Units.
+    pub units: IdDiff,
+    /// Scenes.
+    pub scenes: IdDiff,
+    /// Groups.
+    pub groups: IdDiff,
+    /// Group memberships or scene memberships changed.
+    pub membership_changed: bool,
+}
+
+impl Topology {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.units.is_empty() && self.scenes.is_empty() && self.groups.is_empty() && !self.membership_changed
+    }
+}
+
+/// A non-retained happening of a unit (published on `…/event`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum UnitEvent {
+    /// A presence sensor's occupancy changed.
+    Occupancy(bool),
+    /// A switch reported (its controls as sent).
+    Switch(Vec<Control>),
+}
+
+/// The effect of one unit update.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnitDelta {
+    /// The stored state changed.
+    pub changed: bool,
+    /// A non-retained event to publish.
+    pub event: Option<UnitEvent>,
+}
+
+/// Everything the bridge knows of one network.
+#[derive(Debug, Clone)]
+pub struct NetworkView {
+    /// Network-level fields.
+    pub status: NetworkStatus,
+    /// Unit states by id (merged from the configuration, snapshots and events).
+    pub units: BTreeMap<u32, Arc<UnitState>>,
+    /// Scenes by id.
+    pub scenes: BTreeMap<u32, SceneInfo>,
+    /// Groups by id.
+    pub groups: BTreeMap<u32, GroupInfo>,
+    /// Fixtures of the network's units, by fixture id.
+    pub fixtures: BTreeMap<u32, Arc<Fixture>>,
+}
+
+impl NetworkView {
+    /// An empty view of a network known only by id (before the first snapshot).
+    pub fn new(id: &str) -> NetworkView {
+        NetworkView {
+            status: NetworkStatus {
+                id: id.to_string(),
+                name: id.to_string(),
+                revision: None,
+                dim_level: None,
+                active_scenes: BTreeSet::new(),
+                gateway_online: true,
+                connection: Connection::Down,
+            },
+            units: BTreeMap::new(),
+            scenes: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            fixtures: BTreeMap::new(),
+        }
+    }
+
+    /// Applies the network configuration (`GET /v1/networks/{id}`): names, scenes, groups and the
+    /// unit list. Units that are gone are dropped; new ones are added with what the
+    /// configuration says (their state follows from the next snapshot or event).
+    pub fn apply_config(&mut self, config: &Network) -> Topology {
+        let scenes: BTreeMap<u32, SceneInfo> = config
+            .scenes
+            .values()
+            .map(|s| (s.id, SceneInfo { id: s.id, name: s.name.clone(), units: s.unit_ids() }))
+            .collect();
+        let groups: BTreeMap<u32, GroupInfo> = config
+            .groups
+            .values()
+            .map(|g| {
+                (g.id, GroupInfo { id: g.id, name: g.name.clone(), units: g.units.iter().map(|u| u.id).collect() })
+            })
+            .collect();
+        let mut units: BTreeMap<u32, Arc<UnitState>> = BTreeMap::new();
+        for u in config.units.values() {
+            let mut state = self
+                .units
+                .get(&u.id)
+                .map(|s| UnitState::clone(s))
+                .unwrap_or_else(|| UnitState { id: u.id, ..UnitState::default() });
+            state.name = Some(u.name.as_str().into());
+            state.address = Some(u.address.as_str().into());
+            state.fixture_id = u.fixture_id.or(state.fixture_id);
+            state.firmware_version = u.firmware_version.as_deref().map(Into::into).or(state.firmware_version);
+            state.group_id = u.group_id.or(state.group_id);
+            state.unit_type = u.unit_type.as_deref().map(Into::into).or(state.unit_type);
+            state.image = u.image.as_deref().map(Into::into);
+            units.insert(u.id, Arc::new(state));
+        }
+        let topology = self.topology_against(&units, &scenes, &groups);
+        self.units = units;
+        self.scenes = scenes;
+        self.groups = groups;
+        self.status.name = config.name.clone();
+        self.status.revision = config.revision.or(self.status.revision);
+        topology
+    }
+
+    fn topology_against(
+        &self,
+        units: &BTreeMap<u32, Arc<UnitState>>,
+        scenes: &BTreeMap<u32, SceneInfo>,
+        groups: &BTreeMap<u32, GroupInfo>,
+    ) -> Topology {
+        let unit_name = |u: &Arc<UnitState>| -> String { u.name.as_deref().unwrap_or_default().to_string() };
+        let old_names: BTreeMap<u32, String> = self.units.iter().map(|(k, v)| (*k, unit_name(v))).collect();
+        let new_names: BTreeMap<u32, String> = units.iter().map(|(k, v)| (*k, unit_name(v))).collect();
+        Topology {
+            units: IdDiff::of(&old_names, &new_names, |s| s.as_str()),
+            scenes: IdDiff::of(&self.scenes, scenes, |s| s.name.as_str()),
+            groups: IdDiff::of(&self.groups, groups, |g| g.name.as_str()),
+            membership_changed: self.scenes.iter().any(|(k, s)| scenes.get(k).is_some_and(|n| n.units != s.units))
+                || self.groups.iter().any(|(k, g)| groups.get(k).is_some_and(|n| n.units != g.units)),
+        }
+    }
+
+    /// Applies a state snapshot (`GET /v1/networks/{id}/state`). Returns the topology change (the
+    /// state also lists units, scenes and groups), whether network-level fields changed, and the
+    /// units whose state changed.
+    pub fn apply_snapshot(&mut self, snapshot: NetworkState) -> SnapshotDelta {
+        let old_status = self.status.clone();
+        let config = Network {
+            id: snapshot.id.clone(),
+            name: snapshot.name.clone(),
+            revision: snapshot.revision,
+            units: BTreeMap::new(),
+            scenes: snapshot.scenes,
+            groups: snapshot.groups,
+            ..Network::default()
+        };
+        // The configuration part: reuse apply_config with the unit list taken from the states.
+        let mut unit_list = BTreeMap::new();
+        for (key, u) in &snapshot.units {
+            unit_list.insert(
+                key.clone(),
+                crate::cloud::model::Unit {
+                    id: u.id,
+                    address: u.address.as_deref().unwrap_or_default().to_string(),
+                    name: u.name.as_deref().unwrap_or_default().to_string(),
+                    image: u.image.as_deref().map(str::to_string),
+                    position: u.position,
+                    fixture_id: u.fixture_id,
+                    firmware_version: u.firmware_version.as_deref().map(str::to_string),
+                    group_id: u.group_id,
+                    labels: None,
+                    unit_type: u.unit_type.as_deref().map(str::to_string),
+                },
+            );
+        }
+        let before: BTreeMap<u32, Arc<UnitState>> = self.units.clone();
+        let topology = self.apply_config(&Network { units: unit_list, ..config });
+        let mut changed_units = Vec::new();
+        for (_, state) in snapshot.units {
+            let id = state.id;
+            let delta = self.apply_unit(state, false);
+            let differs_from_before = match (before.get(&id), self.units.get(&id)) {
+                (Some(a), Some(b)) => a != b,
+                _ => true,
+            };
+            if delta.changed || differs_from_before {
+                changed_units.push(id);
+            }
+        }
+        if let Some(level) = snapshot.dim_level {
+            self.status.dim_level = Some(level);
+        }
+        self.status.active_scenes = snapshot.active_scenes.into_iter().collect();
+        SnapshotDelta { topology, status_changed: self.status != old_status, changed_units }
+    }
+
+    /// Merges one unit state (an event or a snapshot entry). Fields the update does not carry
+    /// keep their last known value (offline units omit `on`/`controls`). `live` = a live event
+    /// (switch reports become events; snapshot and resync entries do not).
+    pub fn apply_unit(&mut self, update: UnitState, live: bool) -> UnitDelta {
+        let Some(stored) = self.units.get_mut(&update.id) else {
+            // A unit the configuration does not list yet (added before `networkUpdated`): keep it.
+            let event =
+                (live && is_switch(&update)).then(|| UnitEvent::Switch(update.controls.clone().unwrap_or_default()));
+            self.units.insert(update.id, Arc::new(update));
+            return UnitDelta { changed: true, event };
+        };
+        let was_present = presence(stored);
+        let changed = differs(stored, &update);
+        let switch = live && (is_switch(stored) || is_switch(&update));
+        let event = if switch { Some(UnitEvent::Switch(update.controls.clone().unwrap_or_default())) } else { None };
+        if changed {
+            merge(Arc::make_mut(stored), update);
+        }
+        let event = match (event, presence(stored)) {
+            (Some(e), _) => Some(e),
+            (None, Some(now)) if changed && was_present != Some(now) => Some(UnitEvent::Occupancy(now)),
+            _ => None,
+        };
+        UnitDelta { changed, event }
+    }
+
+    /// Records gateway presence; `true` when it changed.
+    pub fn set_gateway(&mut self, online: bool) -> bool {
+        std::mem::replace(&mut self.status.gateway_online, online) != online
+    }
+
+    /// Records how the network is reached; `true` when it changed.
+    pub fn set_connection(&mut self, connection: Connection) -> bool {
+        std::mem::replace(&mut self.status.connection, connection) != connection
+    }
+
+    /// Records the fixtures of the network's units.
+    pub fn set_fixtures(&mut self, fixtures: BTreeMap<u32, Arc<Fixture>>) {
+        self.fixtures = fixtures;
+    }
+
+    /// Distinct fixture ids of the units.
+    pub fn fixture_ids(&self) -> BTreeSet<u32> {
+        self.units.values().filter_map(|u| u.fixture_id).collect()
+    }
+}
+
+/// The effect of a snapshot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnapshotDelta {
+    /// Units, scenes, groups added, removed or renamed.
+    pub topology: Topology,
+    /// Network-level fields changed (dim level, active scenes, name, revision).
+    pub status_changed: bool,
+    /// Units whose state changed.
+    pub changed_units: Vec<u32>,
+}
+
+/// `true` when the unit's type or controls say it is a switch.
+pub fn is_switch(u: &UnitState) -> bool {
+    u.unit_type.as_deref().is_some_and(|t| t.contains("Switch") || t == "PushButton")
+        || u.controls.as_ref().is_some_and(|c| c.iter().any(|c| matches!(c, Control::Switch(_))))
+}
+
+/// The occupancy a unit reports: `false` for Presence status `absent`, `true` for any other.
+pub fn presence(u: &UnitState) -> Option<bool> {
+    u.controls.as_ref()?.iter().find_map(|c| match c {
+        Control::Presence(p) => Some(&*p.status != "absent"),
+        _ => None,
+    })
+}
+
+/// Whether merging `update` into `stored` would change it. Compares without allocating.
+fn differs(stored: &UnitState, update: &UnitState) -> bool {
+    macro_rules! field_differs {
+        ($($f:ident),*) => { false $(|| update.$f.as_ref().is_some_and(|v| stored.$f.as_ref() != Some(v)))* };
+    }
+    field_differs!(
+        address,
+        name,
+        image,
+        position,
+        fixture_id,
+        firmware_version,
+        group_id,
+        unit_type,
+        priority,
+        scene,
+        on,
+        online,
+        condition,
+        status,
+        active_scene_id,
+        controls,
+        dim_level,
+        details
+    )
+}
+
+/// Moves every field `update` carries into `stored`.
+fn merge(stored: &mut UnitState, update: UnitState) {
+    macro_rules! take {
+        ($($f:ident),*) => { $(if update.$f.is_some() { stored.$f = update.$f; })* };
+    }
+    take!(
+        address,
+        name,
+        image,
+        position,
+        fixture_id,
+        firmware_version,
+        group_id,
+        unit_type,
+        priority,
+        scene,
+        on,
+        online,
+        condition,
+        status,
+        active_scene_id,
+        controls,
+        dim_level,
+        details
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(json: &str) -> UnitState {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn view_with_unit() -> NetworkView {
+        let mut view = NetworkView::new("n1");
+        view.apply_unit(
+            event(r#"{"id":1,"name":"Lamp","online":true,"on":true,"controls":[{"type":"Dimmer","value":0.5}]}"#),
+            false,
+        );
+        view
+    }
+
+    #[test]
+    fn identical_event_changes_nothing() {
+        let mut view = view_with_unit();
+        let again = view
+            .apply_unit(event(r#"{"id":1,"online":true,"on":true,"controls":[{"type":"Dimmer","value":0.5}]}"#), true);
+        assert_eq!(again, UnitDelta::default());
+    }
+
+    #[test]
+    fn changed_dimmer_is_a_change_and_offline_keeps_last_controls() {
+        let mut view = view_with_unit();
+        let d = view.apply_unit(event(r#"{"id":1,"controls":[{"type":"Dimmer","value":0.7}]}"#), true);
+        assert!(d.changed);
+        let d = view.apply_unit(event(r#"{"id":1,"online":false}"#), true);
+        assert!(d.changed);
+        let u = &view.units[&1];
+        assert_eq!(u.online, Some(false));
+        assert!(u.controls.is_some(), "offline event keeps the last known controls");
+    }
+
+    #[test]
+    fn presence_changes_become_occupancy_events() {
+        let mut view = NetworkView::new("n1");
+        view.apply_unit(event(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#), false);
+        let d = view.apply_unit(event(r#"{"id":4,"controls":[{"type":"Presence","status":"present"}]}"#), true);
+        assert_eq!(d.event, Some(UnitEvent::Occupancy(true)));
+        let d = view.apply_unit(event(r#"{"id":4,"controls":[{"type":"Presence","status":"present"}]}"#), true);
+        assert_eq!(d, UnitDelta::default());
+    }
+
+    #[test]
+    fn switch_reports_are_events_only_when_live() {
+        let mut view = NetworkView::new("n1");
+        let sw = r#"{"id":6,"type":"BatterySwitch","controls":[{"type":"Switch"}]}"#;
+        assert_eq!(view.apply_unit(event(sw), false).event, None);
+        assert!(matches!(view.apply_unit(event(sw), true).event, Some(UnitEvent::Switch(_))));
+    }
+
+    #[test]
+    fn config_reports_topology() {
+        let mut view = NetworkView::new("n1");
+        let net = |units: &str| -> Network {
+            serde_json::from_str(&format!(r#"{{"id":"n1","name":"N","units":{units}}}"#)).unwrap()
+        };
+        view.apply_config(&net(r#"{"1":{"id":1,"name":"A"},"2":{"id":2,"name":"B"}}"#));
+        let t = view.apply_config(&net(r#"{"1":{"id":1,"name":"A2"},"3":{"id":3,"name":"C"}}"#));
+        assert_eq!(t.units, IdDiff { added: vec![3], removed: vec![2], renamed: vec![1] });
+    }
+}

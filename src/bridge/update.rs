@@ -1,0 +1,57 @@
+//! The typed stream from the bridge core to its consumers (the MQTT publisher, `check`, tests).
+//!
+//! Data flows one way: each network's supervisor owns its [`NetworkView`] and sends what changed,
+//! as owned values, on a bounded queue. A consumer keeps its own mirror built from these updates;
+//! nothing is shared under a lock between the layers.
+
+use super::state::{NetworkStatus, NetworkView, Topology, UnitEvent};
+use crate::cloud::model::UnitState;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+/// One change from the bridge core.
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// The whole view of a network: after its first snapshot and after every configuration change
+    /// (`topology` says what was added, removed or renamed since the previous full view). The
+    /// consumer replaces its mirror of the network with it.
+    Network {
+        /// The network's full view.
+        view: Arc<NetworkView>,
+        /// What changed against the previous full view (empty for the first one).
+        topology: Topology,
+    },
+    /// Network-level fields changed (dim level, active scenes, gateway, connection, name).
+    Status {
+        /// Network id.
+        network: Arc<str>,
+        /// The new fields.
+        status: NetworkStatus,
+    },
+    /// A unit's state changed.
+    Unit {
+        /// Network id.
+        network: Arc<str>,
+        /// The unit's merged state.
+        unit: Arc<UnitState>,
+    },
+    /// A non-retained happening of a unit (occupancy change, switch report).
+    Event {
+        /// Network id.
+        network: Arc<str>,
+        /// Unit id.
+        unit: u32,
+        /// What happened.
+        event: UnitEvent,
+        /// When the bridge received it.
+        at: DateTime<Utc>,
+    },
+    /// Something a user should see (credentials rejected, API not enabled, a command refused by
+    /// the service). Published on `<base>/bridge/error` and kept for `/healthz`.
+    Problem {
+        /// Network id, when the problem concerns one network.
+        network: Option<Arc<str>>,
+        /// What is wrong, in words (never containing a secret).
+        message: String,
+    },
+}

@@ -1,0 +1,115 @@
+//! Serialisation of [`Control`] back to the JSON object the cloud sent: `type` first, then the
+//! typed fields, then the extra fields kept from parsing.
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use super::{Control, Extra};
+
+/// A number written as an integer when it is integral (`2700.0` → `2700`), as JSON readers expect.
+struct Num(f64);
+
+impl Serialize for Num {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+        if self.0.is_finite() && self.0.fract() == 0.0 && self.0.abs() < EXACT {
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+/// Writes the fields of a typed control into an open map.
+struct MapWriter<M>(M);
+
+impl<M: SerializeMap> MapWriter<M> {
+    fn num(&mut self, key: &str, v: Option<f64>) -> Result<(), M::Error> {
+        match v {
+            Some(v) => self.0.serialize_entry(key, &Num(v)),
+            None => Ok(()),
+        }
+    }
+
+    fn str(&mut self, key: &str, v: Option<&str>) -> Result<(), M::Error> {
+        match v {
+            Some(v) => self.0.serialize_entry(key, v),
+            None => Ok(()),
+        }
+    }
+
+    fn end(mut self, extra: &Extra) -> Result<M::Ok, M::Error> {
+        if let Some(map) = extra.get() {
+            for (k, v) in map {
+                self.0.serialize_entry(k, v)?;
+            }
+        }
+        self.0.end()
+    }
+}
+
+impl Serialize for Control {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let kind = match self {
+            Self::Other(v) => return v.serialize(s),
+            other => other.type_name().unwrap_or_default(),
+        };
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("type", kind)?;
+        let mut w = MapWriter(m);
+        match self {
+            Self::Dimmer(c) | Self::OnOff(c) | Self::White(c) | Self::Vertical(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.num("value", Some(c.value))?;
+                w.end(&c.extra)
+            }
+            Self::Cct(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.num("min", Some(c.min))?;
+                w.num("max", Some(c.max))?;
+                w.num("value", Some(c.value))?;
+                w.num("level", c.level)?;
+                w.num("tw", c.tw)?;
+                w.end(&c.extra)
+            }
+            Self::Color(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.num("hue", c.hue)?;
+                w.num("sat", c.sat)?;
+                w.num("x", c.x)?;
+                w.num("y", c.y)?;
+                w.str("rgb", c.rgb.as_deref())?;
+                w.end(&c.extra)
+            }
+            Self::Colorsource(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.str("source", Some(c.source.as_str()))?;
+                w.end(&c.extra)
+            }
+            Self::Presence(c) | Self::Overheat(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.str("status", Some(&c.status))?;
+                w.end(&c.extra)
+            }
+            Self::Lux(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.num("value", c.value)?;
+                w.num("level", c.level)?;
+                w.end(&c.extra)
+            }
+            Self::Switch(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.end(&c.extra)
+            }
+            Self::Slider(c) => {
+                w.str("name", c.name.as_deref())?;
+                w.str("label", c.label.as_deref())?;
+                w.num("min", c.min)?;
+                w.num("max", c.max)?;
+                w.num("value", c.value)?;
+                w.end(&c.extra)
+            }
+            // Returned early above; closing the map keeps the match total without a panic path.
+            Self::Other(_) => w.end(&Extra::default()),
+        }
+    }
+}

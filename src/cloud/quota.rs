@@ -1,0 +1,369 @@
+//! The client-side guard per API key, and the backoff policy for 429 / 5xx / transport errors.
+//!
+//! The service enforces per-key quotas (requests per minute, concurrent requests, bytes) and
+//! answers 429 when one is exceeded. [`QuotaGuard`] keeps this client under its own configured
+//! limits so normal use never meets a 429: a GCRA rate limiter (governor) for requests per minute,
+//! a semaphore for concurrent requests, and a pause that holds every request of the key after a
+//! 429 until its `Retry-After` has passed.
+//!
+//! [`BackoffPolicy`] is the retry schedule: exponential (backon) with *full jitter* (a uniformly
+//! random delay between 0 and the exponential value, so many clients that failed together do not
+//! retry together), honouring `Retry-After` when the server sends one.
+
+use std::future::Future;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
+use governor::{DefaultDirectRateLimiter, Jitter, Quota, RateLimiter};
+use rand::Rng;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use super::CloudError;
+
+/// Limits of the client-side guard (from `cloud.max_requests_per_minute` and
+/// `cloud.max_concurrent_requests`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuotaConfig {
+    /// Sustained requests per minute.
+    pub max_requests_per_minute: NonZeroU32,
+    /// Requests allowed back to back before the per-minute pacing applies; `None` = the smaller
+    /// of 10 and the per-minute limit. In any 60 s window at most `burst + per_minute` requests go
+    /// out, so keep it small.
+    pub burst: Option<NonZeroU32>,
+    /// Requests in flight at the same time.
+    pub max_concurrent_requests: usize,
+    /// How long to hold all requests after a 429 that carried no `Retry-After`.
+    pub pause_after_429: Duration,
+}
+
+impl Default for QuotaConfig {
+    fn default() -> Self {
+        Self {
+            max_requests_per_minute: NonZeroU32::new(60).unwrap_or(NonZeroU32::MIN),
+            burst: None,
+            max_concurrent_requests: 4,
+            pause_after_429: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The guard every request to one API key passes through. Share it (`Arc`) between all clients
+/// that use the same key.
+#[derive(Debug)]
+pub struct QuotaGuard {
+    limiter: DefaultDirectRateLimiter,
+    concurrency: Arc<Semaphore>,
+    paused_until: Mutex<Option<Instant>>,
+    pause_after_429: Duration,
+}
+
+/// Held while a request is in flight; dropping it frees a concurrency slot.
+#[derive(Debug)]
+pub struct QuotaPermit {
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl QuotaGuard {
+    /// Builds a guard with the given limits.
+    pub fn new(config: &QuotaConfig) -> Self {
+        let per_minute = config.max_requests_per_minute;
+        let burst = config.burst.unwrap_or_else(|| per_minute.min(NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN)));
+        let quota = Quota::per_minute(per_minute).allow_burst(burst);
+        Self {
+            limiter: RateLimiter::direct(quota),
+            concurrency: Arc::new(Semaphore::new(config.max_concurrent_requests.max(1))),
+            paused_until: Mutex::new(None),
+            pause_after_429: config.pause_after_429,
+        }
+    }
+
+    /// Waits until a request may go out: after any 429 pause, within the rate, with a free
+    /// concurrency slot. Cancel-safe: dropping the future gives nothing back because it took
+    /// nothing yet, except a rate token that is simply spent.
+    pub async fn acquire(&self) -> QuotaPermit {
+        loop {
+            let until = self.paused_until.lock().map(|p| *p).unwrap_or(None);
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => break,
+            }
+        }
+        self.limiter.until_ready_with_jitter(Jitter::up_to(Duration::from_millis(20))).await;
+        // The semaphore is never closed, so this cannot fail; if it ever did, go without a slot
+        // rather than stall every request.
+        let slot = Arc::clone(&self.concurrency).acquire_owned().await.ok();
+        QuotaPermit { _slot: slot }
+    }
+
+    /// Holds every request of this key for `retry_after` (or the configured default) after a
+    /// 429, so the other tasks sharing the key do not run into the same wall.
+    pub fn note_quota_exceeded(&self, retry_after: Option<Duration>) {
+        let until = Instant::now() + retry_after.unwrap_or(self.pause_after_429);
+        if let Ok(mut paused) = self.paused_until.lock()
+            && paused.is_none_or(|p| p < until)
+        {
+            *paused = Some(until);
+        }
+    }
+
+    /// Free concurrency slots right now (for health reporting).
+    pub fn available_slots(&self) -> usize {
+        self.concurrency.available_permits()
+    }
+}
+
+/// The retry schedule for transient errors (429, 5xx, transport).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackoffPolicy {
+    /// First delay (before jitter).
+    pub min_delay: Duration,
+    /// Cap of the exponential delay.
+    pub max_delay: Duration,
+    /// Growth factor per attempt.
+    pub factor: f32,
+    /// Retries after the first attempt; `None` = retry forever.
+    pub max_retries: Option<usize>,
+    /// Cap on a server's `Retry-After` (a broken header must not park the client for days).
+    pub max_retry_after: Duration,
+}
+
+impl Default for BackoffPolicy {
+    fn default() -> Self {
+        Self {
+            min_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(300),
+            factor: 2.0,
+            max_retries: Some(6),
+            max_retry_after: Duration::from_secs(900),
+        }
+    }
+}
+
+impl BackoffPolicy {
+    /// The exponential schedule without jitter (jitter is applied in [`Self::delay_for`]).
+    pub fn builder(&self) -> ExponentialBuilder {
+        let b = ExponentialBuilder::default()
+            .with_min_delay(self.min_delay)
+            .with_max_delay(self.max_delay)
+            .with_factor(self.factor);
+        match self.max_retries {
+            Some(n) => b.with_max_times(n),
+            None => b.without_max_times(),
+        }
+    }
+
+    /// A fresh stateful schedule, for loops that are not a single retried call.
+    pub fn backoff(&self) -> Backoff {
+        Backoff { policy: self.clone(), schedule: self.builder().build() }
+    }
+
+    /// The delay to wait after `err`, given the schedule's current exponential value `base`:
+    /// full jitter over `base`, but never less than the server's `Retry-After` (capped).
+    pub fn delay_for(&self, base: Duration, err: Option<&CloudError>) -> Duration {
+        let jittered = full_jitter(base);
+        match err.and_then(CloudError::retry_after) {
+            Some(after) => jittered.max(after.min(self.max_retry_after)),
+            None => jittered,
+        }
+    }
+}
+
+/// A running backoff schedule (see [`BackoffPolicy::backoff`]).
+#[derive(Debug)]
+pub struct Backoff {
+    policy: BackoffPolicy,
+    schedule: <ExponentialBuilder as BackoffBuilder>::Backoff,
+}
+
+impl Backoff {
+    /// The next delay after `err`, or `None` when the retries are used up.
+    pub fn next_delay(&mut self, err: Option<&CloudError>) -> Option<Duration> {
+        self.schedule.next().map(|base| self.policy.delay_for(base, err))
+    }
+
+    /// Starts over (after a success).
+    pub fn reset(&mut self) {
+        self.schedule = self.policy.builder().build();
+    }
+}
+
+/// A uniformly random duration in `0..=d` ("full jitter").
+pub fn full_jitter(d: Duration) -> Duration {
+    let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(rand::rng().random_range(0..=nanos))
+}
+
+/// Parses a `Retry-After` header: delay-seconds or an HTTP date (relative to `now`).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let now: chrono::DateTime<chrono::Utc> = now.into();
+    Some((when.with_timezone(&chrono::Utc) - now).to_std().unwrap_or(Duration::ZERO))
+}
+
+/// Runs `op`, retrying transient errors (429, 5xx, transport) on `policy`'s schedule. Other errors
+/// (410, 401, 404, …) return at once: they need a decision, not a retry.
+pub async fn retry<T, F, Fut>(policy: &BackoffPolicy, what: &str, op: F) -> Result<T, CloudError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, CloudError>>,
+{
+    op.retry(policy.builder())
+        .when(CloudError::is_transient)
+        .adjust(|err, base| base.map(|b| policy.delay_for(b, Some(err))))
+        .notify(|err, delay| tracing::warn!(what, error = %err, delay_ms = delay.as_millis() as u64, "retrying"))
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn full_jitter_stays_in_range() {
+        let d = Duration::from_millis(500);
+        for _ in 0..1000 {
+            assert!(full_jitter(d) <= d);
+        }
+        assert_eq!(full_jitter(Duration::ZERO), Duration::ZERO);
+    }
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480); // 2015-10-21 07:28:00 UTC
+        assert_eq!(parse_retry_after(" 120 ", now), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now), Some(Duration::from_secs(30)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn delay_honours_retry_after_with_cap() {
+        let p = BackoffPolicy { max_retry_after: Duration::from_secs(60), ..BackoffPolicy::default() };
+        let e = CloudError::QuotaExceeded { retry_after: Some(Duration::from_secs(30)) };
+        let d = p.delay_for(Duration::from_secs(1), Some(&e));
+        assert!((Duration::from_secs(30)..=Duration::from_secs(31)).contains(&d));
+        let huge = CloudError::QuotaExceeded { retry_after: Some(Duration::from_secs(86_400)) };
+        assert!(p.delay_for(Duration::from_secs(1), Some(&huge)) <= Duration::from_secs(60));
+        assert!(p.delay_for(Duration::from_secs(8), None) <= Duration::from_secs(8));
+    }
+
+    #[test]
+    fn schedule_grows_caps_and_ends() {
+        let p = BackoffPolicy {
+            min_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(4),
+            factor: 2.0,
+            max_retries: Some(5),
+            max_retry_after: Duration::from_secs(60),
+        };
+        let bases: Vec<_> = p.builder().build().collect();
+        assert_eq!(bases, [1, 2, 4, 4, 4].map(Duration::from_secs));
+        let mut b = p.backoff();
+        for _ in 0..5 {
+            assert!(b.next_delay(None).is_some_and(|d| d <= Duration::from_secs(4)));
+        }
+        assert_eq!(b.next_delay(None), None);
+        b.reset();
+        assert!(b.next_delay(None).is_some());
+    }
+
+    fn fast() -> BackoffPolicy {
+        BackoffPolicy {
+            min_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(4),
+            max_retries: Some(3),
+            ..BackoffPolicy::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn retry_retries_transient_errors_only() {
+        let calls = AtomicUsize::new(0);
+        let r = retry(&fast(), "test", || async {
+            match calls.fetch_add(1, Ordering::SeqCst) {
+                0 => Err(CloudError::Server { status: 503, message: String::new() }),
+                1 => Err(CloudError::Transport("reset".into())),
+                _ => Ok(7),
+            }
+        })
+        .await;
+        assert_eq!(r, Ok(7));
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+
+        let calls = AtomicUsize::new(0);
+        let r: Result<(), _> = retry(&fast(), "test", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(CloudError::SessionExpired)
+        })
+        .await;
+        assert_eq!(r, Err(CloudError::SessionExpired));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+        let calls = AtomicUsize::new(0);
+        let r: Result<(), _> = retry(&fast(), "test", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(CloudError::QuotaExceeded { retry_after: None })
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 4, "first attempt + 3 retries");
+    }
+
+    #[tokio::test]
+    async fn guard_limits_concurrency() {
+        let guard = Arc::new(QuotaGuard::new(&QuotaConfig {
+            max_requests_per_minute: NonZeroU32::new(60_000).unwrap(),
+            burst: NonZeroU32::new(100),
+            max_concurrent_requests: 2,
+            pause_after_429: Duration::from_millis(1),
+        }));
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (guard, in_flight, peak) = (guard.clone(), in_flight.clone(), peak.clone());
+                tokio::spawn(async move {
+                    let _permit = guard.acquire().await;
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(peak.load(Ordering::SeqCst), 2);
+        assert_eq!(guard.available_slots(), 2);
+    }
+
+    #[tokio::test]
+    async fn guard_paces_requests_and_pauses_after_429() {
+        // 600/min = one every 100 ms after a burst of 1.
+        let guard = QuotaGuard::new(&QuotaConfig {
+            max_requests_per_minute: NonZeroU32::new(600).unwrap(),
+            burst: NonZeroU32::new(1),
+            max_concurrent_requests: 4,
+            pause_after_429: Duration::from_millis(150),
+        });
+        let start = std::time::Instant::now();
+        drop(guard.acquire().await);
+        drop(guard.acquire().await);
+        assert!(start.elapsed() >= Duration::from_millis(80), "{:?}", start.elapsed());
+
+        guard.note_quota_exceeded(None);
+        let start = std::time::Instant::now();
+        drop(guard.acquire().await);
+        assert!(start.elapsed() >= Duration::from_millis(140), "{:?}", start.elapsed());
+    }
+}

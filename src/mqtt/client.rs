@@ -1,0 +1,440 @@
+//! The MQTT connection: one client over rumqttc, MQTT 5 or 3.1.1, plain or TLS.
+//!
+//! rumqttc only makes progress while its event loop is polled, so the loop runs in its own task
+//! and reports what matters as [`ClientEvent`]s on an unbounded channel (bounded would let a busy
+//! consumer stall the loop, and with it the very publications the consumer is waiting on).
+//! rumqttc reconnects when polled after an error but does not wait, so the task backs off
+//! (1 s doubling to 30 s). With a clean session nothing survives a reconnect, which is why every
+//! [`ClientEvent::Connected`] means "subscribe and publish everything again" to the consumer.
+
+use super::settings::{MqttSettings, Protocol};
+use std::path::Path;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Largest packet sent or accepted: retained discovery payloads of other integrations can be
+/// well above rumqttc's 10 KiB default, and a larger incoming packet would drop the connection.
+const MAX_PACKET: usize = 256 * 1024;
+/// Requests queued towards the event loop before `publish` waits.
+const REQUEST_CAPACITY: usize = 1024;
+/// Keep-alive interval.
+const KEEP_ALIVE: Duration = Duration::from_secs(30);
+/// First and longest wait between reconnection attempts.
+const BACKOFF_START: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Errors of the MQTT connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The broker URL cannot be used.
+    #[error("mqtt.url: {0}")]
+    Url(String),
+    /// TLS could not be set up (no CA certificates found, unreadable CA file).
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The event loop is gone (the client was shut down).
+    #[error("the MQTT event loop has stopped")]
+    Closed,
+}
+
+/// A message received on a subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Topic.
+    pub topic: String,
+    /// Payload bytes.
+    pub payload: Vec<u8>,
+    /// The broker sent it from its retained store (it may be old).
+    pub retain: bool,
+}
+
+/// What the connection reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// A `ConnAck` arrived: subscriptions and retained state must be sent again.
+    Connected,
+    /// The connection was lost (the task keeps trying to reconnect).
+    Disconnected,
+    /// A message arrived.
+    Message(Message),
+}
+
+/// The last will: what the broker publishes when the connection is lost.
+#[derive(Debug, Clone)]
+pub struct Will {
+    /// Topic.
+    pub topic: String,
+    /// Payload.
+    pub payload: String,
+}
+
+/// A handle to publish and subscribe; cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    inner: Inner,
+    qos: u8,
+    /// Stops the event loop when the last handle goes: rumqttc's loop holds a sender of its
+    /// own, so it would otherwise poll (and keep the connection) forever.
+    _guard: std::sync::Arc<LoopGuard>,
+}
+
+/// Aborts the event-loop task on drop.
+struct LoopGuard(tokio::task::AbortHandle);
+
+impl Drop for LoopGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[derive(Clone)]
+enum Inner {
+    V3(rumqttc::AsyncClient),
+    V5(rumqttc::v5::AsyncClient),
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = match self.inner {
+            Inner::V3(_) => "3.1.1",
+            Inner::V5(_) => "5",
+        };
+        f.debug_struct("Client").field("protocol", &v).field("qos", &self.qos).finish()
+    }
+}
+
+/// Host, port and whether TLS is wanted, from `mqtt://host[:port]` / `mqtts://host[:port]`.
+pub fn broker_address(url: &str) -> Option<(String, u16, bool)> {
+    let parsed = url::Url::parse(url).ok()?;
+    let tls = match parsed.scheme() {
+        "mqtt" | "tcp" => false,
+        "mqtts" | "ssl" => true,
+        _ => return None,
+    };
+    let host = parsed.host_str().filter(|h| !h.is_empty())?;
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    Some((host, parsed.port().unwrap_or(if tls { 8883 } else { 1883 }), tls))
+}
+
+/// The URL without any `user:password@` part, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            if path.is_empty() { format!("{scheme}://{host}") } else { format!("{scheme}://{host}/{path}") }
+        }
+        None => url.rsplit_once('@').map_or(url, |(_, h)| h).to_string(),
+    }
+}
+
+/// User name and password given in the URL (`mqtt://user:pass@host`), percent-decoded.
+fn url_credentials(url: &str) -> Option<(String, String)> {
+    let parsed = url::Url::parse(url).ok()?;
+    if parsed.username().is_empty() {
+        return None;
+    }
+    let decode = |s: &str| percent_decode(s);
+    Some((decode(parsed.username()), decode(parsed.password().unwrap_or_default())))
+}
+
+/// Minimal percent-decoding of URL user info.
+fn percent_decode(s: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) =
+                (bytes.get(i + 1).and_then(|b| hex(*b)), bytes.get(i + 2).and_then(|b| hex(*b)))
+        {
+            out.push(hi * 16 + lo);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Well-known locations of the system CA bundle (what OpenSSL-based tools read too).
+const SYSTEM_CA_FILES: [&str; 5] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+];
+
+/// The PEM certificates trusted for TLS: the system bundle (`SSL_CERT_FILE` or a well-known file)
+/// plus `ca_file`.
+fn trusted_pem(ca_file: Option<&Path>) -> Result<Vec<u8>, ClientError> {
+    let mut pem = Vec::new();
+    let env = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from);
+    let system = env.into_iter().chain(SYSTEM_CA_FILES.iter().map(std::path::PathBuf::from));
+    for path in system {
+        if let Ok(bytes) = std::fs::read(&path) {
+            pem.extend_from_slice(&bytes);
+            pem.push(b'\n');
+            break;
+        }
+    }
+    if let Some(path) = ca_file {
+        let bytes = std::fs::read(path)
+            .map_err(|e| ClientError::Tls(format!("mqtt.ca_file: cannot read {}: {e}", path.display())))?;
+        pem.extend_from_slice(&bytes);
+    }
+    if pem.is_empty() {
+        return Err(ClientError::Tls("no system CA certificates found; set mqtt.ca_file".into()));
+    }
+    Ok(pem)
+}
+
+fn qos3(q: u8) -> rumqttc::QoS {
+    match q {
+        0 => rumqttc::QoS::AtMostOnce,
+        1 => rumqttc::QoS::AtLeastOnce,
+        _ => rumqttc::QoS::ExactlyOnce,
+    }
+}
+
+fn qos5(q: u8) -> rumqttc::v5::mqttbytes::QoS {
+    use rumqttc::v5::mqttbytes::QoS;
+    match q {
+        0 => QoS::AtMostOnce,
+        1 => QoS::AtLeastOnce,
+        _ => QoS::ExactlyOnce,
+    }
+}
+
+impl Client {
+    /// Connects (in the background) with `client_id`, the last will `will` (retained), and
+    /// returns the handle, the event stream and the event-loop task. The task ends after
+    /// [`Client::disconnect`], and is aborted when every handle is dropped.
+    pub fn start(
+        settings: &MqttSettings,
+        client_id: &str,
+        will: Option<Will>,
+    ) -> Result<(Client, mpsc::UnboundedReceiver<ClientEvent>, JoinHandle<()>), ClientError> {
+        let (host, port, tls) = broker_address(&settings.url)
+            .ok_or_else(|| ClientError::Url(format!("cannot use {:?}", redact_url(&settings.url))))?;
+        let transport = if tls {
+            let ca = trusted_pem(settings.ca_file.as_deref())?;
+            Some(rumqttc::Transport::tls(ca, None, None))
+        } else {
+            None
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let qos = settings.qos.min(2);
+        let user = if settings.username.is_empty() {
+            url_credentials(&settings.url)
+        } else {
+            Some((settings.username.clone(), settings.password.expose().to_string()))
+        };
+        match settings.protocol {
+            Protocol::V311 => {
+                let mut o = rumqttc::MqttOptions::new(client_id, host, port);
+                o.set_keep_alive(KEEP_ALIVE).set_max_packet_size(MAX_PACKET, MAX_PACKET).set_clean_session(true);
+                if let Some(t) = transport {
+                    o.set_transport(t);
+                }
+                if let Some((u, p)) = user {
+                    o.set_credentials(u, p);
+                }
+                if let Some(w) = will {
+                    o.set_last_will(rumqttc::LastWill::new(w.topic, w.payload, qos3(qos), true));
+                }
+                let (client, eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
+                let task = tokio::spawn(poll_v3(eventloop, tx));
+                let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
+                Ok((Client { inner: Inner::V3(client), qos, _guard: guard }, rx, task))
+            }
+            Protocol::V5 => {
+                let mut o = rumqttc::v5::MqttOptions::new(client_id, host, port);
+                o.set_keep_alive(KEEP_ALIVE).set_max_packet_size(Some(MAX_PACKET as u32)).set_clean_start(true);
+                if let Some(t) = transport {
+                    o.set_transport(t);
+                }
+                if let Some((u, p)) = user {
+                    o.set_credentials(u, p);
+                }
+                if let Some(w) = will {
+                    o.set_last_will(rumqttc::v5::mqttbytes::v5::LastWill::new(
+                        w.topic,
+                        w.payload,
+                        qos5(qos),
+                        true,
+                        None,
+                    ));
+                }
+                let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, REQUEST_CAPACITY);
+                let task = tokio::spawn(poll_v5(eventloop, tx));
+                let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
+                Ok((Client { inner: Inner::V5(client), qos, _guard: guard }, rx, task))
+            }
+        }
+    }
+
+    /// Publishes `payload` to `topic` at the configured QoS. Waits only while the request queue
+    /// is full.
+    pub async fn publish(&self, topic: &str, payload: &[u8], retain: bool) -> Result<(), ClientError> {
+        let ok = match &self.inner {
+            Inner::V3(c) => c.publish(topic, qos3(self.qos), retain, payload.to_vec()).await.is_ok(),
+            Inner::V5(c) => c.publish(topic, qos5(self.qos), retain, payload.to_vec()).await.is_ok(),
+        };
+        if ok { Ok(()) } else { Err(ClientError::Closed) }
+    }
+
+    /// Subscribes to `filters` at the configured QoS.
+    pub async fn subscribe(&self, filters: &[String]) -> Result<(), ClientError> {
+        if filters.is_empty() {
+            return Ok(());
+        }
+        let r = match &self.inner {
+            Inner::V3(c) => c
+                .subscribe_many(filters.iter().map(|f| rumqttc::SubscribeFilter::new(f.clone(), qos3(self.qos))))
+                .await
+                .is_ok(),
+            Inner::V5(c) => c
+                .subscribe_many(
+                    filters.iter().map(|f| rumqttc::v5::mqttbytes::v5::Filter::new(f.clone(), qos5(self.qos))),
+                )
+                .await
+                .is_ok(),
+        };
+        if r { Ok(()) } else { Err(ClientError::Closed) }
+    }
+
+    /// Ends the subscription to `filter`.
+    pub async fn unsubscribe(&self, filter: &str) -> Result<(), ClientError> {
+        let r = match &self.inner {
+            Inner::V3(c) => c.unsubscribe(filter).await.is_ok(),
+            Inner::V5(c) => c.unsubscribe(filter).await.is_ok(),
+        };
+        if r { Ok(()) } else { Err(ClientError::Closed) }
+    }
+
+    /// Sends a clean DISCONNECT (after everything queued before it); the event loop then ends.
+    pub async fn disconnect(&self) -> Result<(), ClientError> {
+        let r = match &self.inner {
+            Inner::V3(c) => c.disconnect().await.is_ok(),
+            Inner::V5(c) => c.disconnect().await.is_ok(),
+        };
+        if r { Ok(()) } else { Err(ClientError::Closed) }
+    }
+}
+
+/// Backoff state of the polling task.
+struct Backoff {
+    next: Duration,
+    connected: bool,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { next: BACKOFF_START, connected: false }
+    }
+
+    fn connected(&mut self, tx: &mpsc::UnboundedSender<ClientEvent>) -> bool {
+        self.next = BACKOFF_START;
+        self.connected = true;
+        tx.send(ClientEvent::Connected).is_ok()
+    }
+
+    /// Reports the loss once, then waits before the next attempt.
+    async fn failed(&mut self, error: String, tx: &mpsc::UnboundedSender<ClientEvent>) -> bool {
+        if std::mem::replace(&mut self.connected, false) {
+            tracing::warn!(%error, "MQTT connection lost; reconnecting");
+            if tx.send(ClientEvent::Disconnected).is_err() {
+                return false;
+            }
+        } else {
+            tracing::warn!(%error, retry_in = ?self.next, "MQTT connection failed");
+        }
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        !tx.is_closed()
+    }
+}
+
+async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: mpsc::UnboundedSender<ClientEvent>) {
+    use rumqttc::{Event, Outgoing, Packet};
+    let mut backoff = Backoff::new();
+    loop {
+        let keep_going = match eventloop.poll().await {
+            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx),
+            Ok(Event::Incoming(Packet::Publish(p))) => tx
+                .send(ClientEvent::Message(Message { topic: p.topic, payload: p.payload.to_vec(), retain: p.retain }))
+                .is_ok(),
+            Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
+            Ok(_) => true,
+            Err(rumqttc::ConnectionError::RequestsDone) => false,
+            Err(e) => backoff.failed(e.to_string(), &tx).await,
+        };
+        if !keep_going {
+            break;
+        }
+    }
+    tracing::debug!("MQTT event loop ended");
+}
+
+async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: mpsc::UnboundedSender<ClientEvent>) {
+    use rumqttc::Outgoing;
+    use rumqttc::v5::Event;
+    use rumqttc::v5::mqttbytes::v5::Packet;
+    let mut backoff = Backoff::new();
+    loop {
+        let keep_going = match eventloop.poll().await {
+            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx),
+            Ok(Event::Incoming(Packet::Publish(p))) => match String::from_utf8(p.topic.to_vec()) {
+                Ok(topic) => tx
+                    .send(ClientEvent::Message(Message { topic, payload: p.payload.to_vec(), retain: p.retain }))
+                    .is_ok(),
+                Err(_) => true,
+            },
+            Ok(Event::Incoming(Packet::Disconnect(d))) => {
+                tracing::warn!(reason = ?d.reason_code, "the broker closed the MQTT session");
+                true
+            }
+            Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
+            Ok(_) => true,
+            Err(rumqttc::v5::ConnectionError::RequestsDone) => false,
+            Err(e) => backoff.failed(e.to_string(), &tx).await,
+        };
+        if !keep_going {
+            break;
+        }
+    }
+    tracing::debug!("MQTT event loop ended");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(broker_address("mqtt://127.0.0.1:1883"), Some(("127.0.0.1".into(), 1883, false)));
+        assert_eq!(broker_address("mqtts://broker.example"), Some(("broker.example".into(), 8883, true)));
+        assert_eq!(broker_address("mqtt://[::1]:1884"), Some(("::1".into(), 1884, false)));
+        assert_eq!(broker_address("http://x"), None);
+        assert_eq!(broker_address("mqtt://"), None);
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_used_and_never_shown() {
+        assert_eq!(redact_url("mqtt://user:p%40ss@broker:1883"), "mqtt://broker:1883");
+        assert_eq!(redact_url("mqtts://broker"), "mqtts://broker");
+        assert_eq!(url_credentials("mqtt://user:p%40ss@broker:1883"), Some(("user".into(), "p@ss".into())));
+        assert_eq!(url_credentials("mqtt://broker"), None);
+    }
+
+    #[test]
+    fn a_missing_ca_file_is_an_error_not_a_panic() {
+        let e = trusted_pem(Some(Path::new("/nonexistent/ca.pem"))).unwrap_err();
+        assert!(e.to_string().contains("mqtt.ca_file"), "{e}");
+    }
+}

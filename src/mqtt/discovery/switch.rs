@@ -1,0 +1,23 @@
+//! `switch` entities: one per scene. On = the scene is active; turning it on or off sends `ON` /
+//! `OFF` to the scene's `…/set`.
+
+use super::{Component, Name, base_config};
+use serde_json::json;
+
+/// The switch of a scene reading `ON`/`OFF` from the scene topic.
+pub fn scene(
+    key: String,
+    unique_id: String,
+    name: Name,
+    entity_id: &str,
+    state_topic: String,
+    command_topic: String,
+) -> Component {
+    let mut m = base_config(&name, entity_id);
+    m.insert("icon".into(), json!("mdi:palette"));
+    m.insert("state_topic".into(), json!(state_topic));
+    m.insert("command_topic".into(), json!(command_topic));
+    m.insert("payload_on".into(), json!("ON"));
+    m.insert("payload_off".into(), json!("OFF"));
+    Component { key, platform: "switch", unique_id, availability: None, config: m }
+}

@@ -1,0 +1,289 @@
+//! Discovery payloads of the demo site checked against Home Assistant's documented rules.
+
+use super::*;
+use crate::bridge::state::NetworkView;
+use crate::cloud::model::{Fixture, NetworkState};
+use crate::mqtt::render::{NetMirror, Renderer};
+use crate::mqtt::topics::{self, Layout};
+use crate::sim::site::Site;
+use crate::sim::world::World;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// The demo site's networks as mirrors (slugs assigned as the publisher does).
+fn demo_mirrors() -> Vec<NetMirror> {
+    let site = Site::demo();
+    let world = World::new(&site);
+    let names: Vec<(String, String)> =
+        world.networks.values().map(|n| (n.def.id.clone(), n.def.name.clone())).collect();
+    let slugs = topics::assign(names, &["bridge"]);
+    world
+        .networks
+        .iter()
+        .map(|(id, n)| {
+            let state: NetworkState = serde_json::from_value(crate::sim::render::network(n, true)).unwrap();
+            let mut view = NetworkView::new(id);
+            view.apply_snapshot(state);
+            let fixtures = world
+                .fixtures
+                .values()
+                .map(|f| {
+                    let json = json!({"id": f.id, "type": f.kind, "vendor": f.vendor, "model": f.model, "controls": f.controls});
+                    let fixture: Fixture = serde_json::from_value(json).unwrap();
+                    (fixture.id, Arc::new(fixture))
+                })
+                .collect();
+            view.set_fixtures(fixtures);
+            NetMirror::new(view, slugs[id].clone())
+        })
+        .collect()
+}
+
+fn renderer(mode: DiscoveryMode) -> Renderer {
+    Renderer {
+        layout: Layout::new("casambi"),
+        discovery: Some(Discovery { prefix: "homeassistant".into(), mode, qos: 1 }),
+        attribute_topics: true,
+    }
+}
+
+/// Every discovery config (topic → parsed payload) of the demo site in `mode`.
+fn configs(mode: DiscoveryMode) -> BTreeMap<String, Value> {
+    let r = renderer(mode);
+    let mut out = BTreeMap::new();
+    let mut all = r.bridge(&json!({"version": "x"}));
+    for m in demo_mirrors() {
+        for o in m.owners() {
+            all.extend(r.owner(&m, &o));
+        }
+    }
+    for (t, p) in all {
+        if t.starts_with("homeassistant/") {
+            assert!(out.insert(t.clone(), serde_json::from_str(&p).unwrap()).is_none(), "config topic {t} twice");
+        }
+    }
+    out
+}
+
+/// Every entity config as (platform, merged config): device-mode components with the root's
+/// shared keys, or component-mode payloads as they are.
+fn entities(mode: DiscoveryMode) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (topic, v) in configs(mode) {
+        match mode {
+            DiscoveryMode::Device => {
+                for (_, c) in v["cmps"].as_object().unwrap() {
+                    let mut merged = c.clone();
+                    for k in ["availability", "availability_mode", "device", "origin", "qos"] {
+                        if merged.get(k).is_none()
+                            && let Some(x) = v.get(k)
+                        {
+                            merged[k] = x.clone();
+                        }
+                    }
+                    out.push((c["p"].as_str().unwrap().to_string(), merged));
+                }
+            }
+            DiscoveryMode::Component => {
+                let platform = topic.split('/').nth(1).unwrap().to_string();
+                out.push((platform, v));
+            }
+        }
+    }
+    out
+}
+
+const MODES: [DiscoveryMode; 2] = [DiscoveryMode::Device, DiscoveryMode::Component];
+
+#[test]
+fn required_keys_per_platform() {
+    for mode in MODES {
+        for (platform, c) in entities(mode) {
+            let required: &[&str] = match platform.as_str() {
+                "light" => &["command_topic", "state_topic", "schema", "supported_color_modes"],
+                "binary_sensor" => &["state_topic"],
+                "sensor" => &["state_topic"],
+                "event" => &["state_topic", "event_types"],
+                "number" => &["command_topic", "state_topic", "min", "max", "step"],
+                "switch" => &["command_topic", "state_topic"],
+                other => panic!("unexpected platform {other}"),
+            };
+            for k in required {
+                assert!(c.get(*k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+            }
+            for k in ["unique_id", "device", "origin", "default_entity_id"] {
+                assert!(c.get(k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+            }
+            assert!(c.get("object_id").is_none(), "object_id is deprecated: {c}");
+            let eid = c["default_entity_id"].as_str().unwrap();
+            assert!(eid.starts_with(&format!("{platform}.")), "{eid}");
+            assert!(
+                eid[platform.len() + 1..].chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'),
+                "{eid}"
+            );
+            assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
+            assert!(c["device"]["name"].is_string(), "{c}");
+            if let Some(t) = c.get("command_topic") {
+                assert!(t.as_str().unwrap().ends_with("/set"), "{c}");
+            }
+            if platform == "light" {
+                assert_eq!(c["schema"], "json");
+            }
+            if platform == "event" {
+                assert!(c.get("entity_category").is_none(), "events take no entity_category");
+            }
+        }
+    }
+}
+
+#[test]
+fn colour_modes_are_exclusive() {
+    let mut seen = BTreeSet::new();
+    for (platform, c) in entities(DiscoveryMode::Device) {
+        if platform != "light" {
+            continue;
+        }
+        let modes: Vec<&str> =
+            c["supported_color_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+        assert!(!modes.is_empty());
+        if modes.contains(&"onoff") || modes.contains(&"brightness") {
+            assert_eq!(modes.len(), 1, "onoff/brightness must stand alone: {modes:?}");
+        }
+        if modes.contains(&"color_temp") {
+            assert_eq!(c["color_temp_kelvin"], true);
+            assert!(c["min_kelvin"].as_u64().unwrap() < c["max_kelvin"].as_u64().unwrap());
+        }
+        seen.insert(modes.join(","));
+    }
+    // The demo site covers every kind of light.
+    for expected in ["brightness", "color_temp", "onoff", "xy"] {
+        assert!(seen.contains(expected), "{seen:?}");
+    }
+}
+
+#[test]
+fn sensors_use_ha_units_and_classes() {
+    let all = entities(DiscoveryMode::Device);
+    let lux: Vec<_> = all.iter().filter(|(_, c)| c["device_class"] == "illuminance").collect();
+    assert_eq!(lux.len(), 2, "Garden lux and Window lux");
+    for (p, c) in lux {
+        assert_eq!(p, "sensor");
+        assert_eq!(c["unit_of_measurement"], "lx");
+        assert_eq!(c["state_class"], "measurement");
+    }
+    let occupancy: Vec<_> = all.iter().filter(|(_, c)| c["device_class"] == "occupancy").collect();
+    assert_eq!(occupancy.len(), 2);
+    assert!(occupancy.iter().all(|(p, _)| p == "binary_sensor"));
+    let events: Vec<_> = all.iter().filter(|(p, _)| p == "event").collect();
+    assert_eq!(events.len(), 1, "the entrance switch");
+}
+
+#[test]
+fn device_mode_has_origin_and_every_component_p_and_unique_id() {
+    for (topic, v) in configs(DiscoveryMode::Device) {
+        assert!(topic.starts_with("homeassistant/device/") && topic.ends_with("/config"), "{topic}");
+        assert_eq!(v["origin"]["name"], ORIGIN_NAME, "{topic}");
+        let cmps = v["cmps"].as_object().unwrap();
+        assert!(!cmps.is_empty());
+        for (key, c) in cmps {
+            assert!(c["p"].is_string(), "{topic} {key}");
+            assert!(c["unique_id"].is_string(), "{topic} {key}");
+            assert!(c.as_object().unwrap().len() > 2, "each component needs an option of its own");
+        }
+        let object_id = topic.split('/').nth(2).unwrap();
+        assert!(object_id.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-'), "{object_id}");
+    }
+}
+
+#[test]
+fn component_topics_use_the_unique_id() {
+    for (topic, v) in configs(DiscoveryMode::Component) {
+        let levels: Vec<&str> = topic.split('/').collect();
+        assert_eq!(levels.len(), 4, "{topic}");
+        assert_eq!(levels[2], v["unique_id"].as_str().unwrap());
+        assert_eq!(v["origin"]["name"], ORIGIN_NAME);
+    }
+}
+
+#[test]
+fn unique_ids_are_unique_across_the_site_and_the_same_in_both_modes() {
+    let ids = |mode| -> Vec<String> {
+        entities(mode).into_iter().map(|(_, c)| c["unique_id"].as_str().unwrap().to_string()).collect()
+    };
+    let device = ids(DiscoveryMode::Device);
+    let set: BTreeSet<_> = device.iter().cloned().collect();
+    assert_eq!(set.len(), device.len(), "duplicate unique ids: {device:?}");
+    let component: BTreeSet<_> = ids(DiscoveryMode::Component).into_iter().collect();
+    assert_eq!(set, component);
+}
+
+#[test]
+fn availability_is_bridge_and_unit_with_mode_all() {
+    for (platform, c) in entities(DiscoveryMode::Device) {
+        let Some(av) = c.get("availability").and_then(Value::as_array) else {
+            // Only the bridge's own connectivity sensor reads the bridge state directly.
+            assert_eq!(c["state_topic"], "casambi/bridge/state", "{platform} without availability: {c}");
+            continue;
+        };
+        assert_eq!(c["availability_mode"], "all");
+        assert_eq!(av[0]["topic"], "casambi/bridge/state");
+        for a in av {
+            assert_eq!(a["payload_available"], "online");
+            assert_eq!(a["payload_not_available"], "offline");
+        }
+    }
+}
+
+#[test]
+fn devices_link_units_to_networks_to_the_bridge() {
+    let configs = configs(DiscoveryMode::Device);
+    let bridge: Vec<_> = configs.values().filter(|v| v["device"].get("via_device").is_none()).collect();
+    assert_eq!(bridge.len(), 1, "only the bridge has no via_device");
+    let bridge_id = &bridge[0]["device"]["identifiers"][0];
+    let networks: Vec<_> = configs.values().filter(|v| &v["device"]["via_device"] == bridge_id).collect();
+    assert_eq!(networks.len(), 2);
+    let network_ids: Vec<&Value> = networks.iter().map(|v| &v["device"]["identifiers"][0]).collect();
+    let units = configs.values().filter(|v| network_ids.contains(&&v["device"]["via_device"])).count();
+    assert_eq!(units, configs.len() - 3);
+    let spots = configs.values().find(|v| v["device"]["name"] == "Küche Spots").unwrap();
+    assert_eq!(spots["device"]["manufacturer"], "Lumen Works");
+    assert_eq!(spots["device"]["model"], "TW Spot 2700-6500");
+    assert!(spots["device"]["sw_version"].is_string());
+    assert_eq!(spots["cmps"]["light"]["name"], Value::Null, "the main entity is unnamed");
+}
+
+#[test]
+fn a_rename_keeps_identity() {
+    let r = renderer(DiscoveryMode::Device);
+    let mut m = demo_mirrors().into_iter().find(|m| m.view.status.name == "Home").unwrap();
+    let before = r.unit(&m, 1);
+    let mut unit = (*m.view.units[&1]).clone();
+    unit.name = Some("Kitchen main".into());
+    m.view.units.insert(1, Arc::new(unit));
+    m.reslug();
+    let after = r.unit(&m, 1);
+    assert_eq!(before[0].0, after[0].0, "same config topic");
+    let (b, a): (Value, Value) =
+        (serde_json::from_str(&before[0].1).unwrap(), serde_json::from_str(&after[0].1).unwrap());
+    assert_eq!(b["cmps"]["light"]["unique_id"], a["cmps"]["light"]["unique_id"]);
+    assert_eq!(b["device"]["identifiers"], a["device"]["identifiers"]);
+    assert_eq!(a["cmps"]["light"]["state_topic"], "casambi/home/unit/kitchen-main");
+}
+
+#[test]
+fn removal_step_cuts_removed_components_to_their_platform() {
+    let old = r#"{"cmps":{"a":{"p":"switch","unique_id":"a"},"b":{"p":"light","unique_id":"b"}}}"#;
+    let new = r#"{"cmps":{"a":{"p":"switch","unique_id":"a"}}}"#;
+    let step: Value = serde_json::from_str(&removal_step(old, new).unwrap()).unwrap();
+    assert_eq!(step["cmps"]["b"], json!({"p": "light"}));
+    assert!(removal_step(new, old).is_none(), "nothing removed");
+}
+
+#[test]
+fn ours_is_recognised_by_origin_and_base_topic() {
+    let v = json!({"origin": {"name": ORIGIN_NAME}, "cmps": {"x": {"state_topic": "casambi/home"}}});
+    assert!(is_ours(&v, "casambi"));
+    assert!(!is_ours(&v, "other"));
+    let v = json!({"origin": {"name": "zigbee2mqtt"}, "state_topic": "casambi/home"});
+    assert!(!is_ours(&v, "casambi"));
+}

@@ -1,0 +1,83 @@
+//! MQTT export with Home Assistant discovery and Node-RED friendly topics.
+//!
+//! The bridge core sends typed [`Update`]s; [`run`] turns them into the retained topic tree of
+//! DESIGN §4 and the discovery configs of DESIGN §5, and hands messages on the `…/set` topics to
+//! the command layer. Modules, one concern each:
+//!
+//! - [`settings`]: the `mqtt`, `homeassistant` and `output` configuration sections.
+//! - [`client`]: the rumqttc connection (MQTT 5 / 3.1.1, TLS, last will, backoff).
+//! - [`topics`]: the topic layout and slugs.
+//! - [`caps`], [`unit_json`], [`color`]: what a unit is and the JSON published for it.
+//! - [`discovery`]: HA payloads, one module per platform.
+//! - [`render`]: the wanted retained topics per owner; [`store`]: wanted vs published.
+//! - [`publisher`]: the loop tying it together; [`gc`]: start-up clean-up; [`commands`]: intake.
+
+pub mod caps;
+pub mod client;
+pub mod color;
+pub mod commands;
+pub mod discovery;
+pub mod gc;
+pub mod publisher;
+pub mod render;
+pub mod settings;
+pub mod store;
+pub mod topics;
+pub mod unit_json;
+
+use crate::bridge::update::Update;
+use client::{Client, Will};
+pub use commands::CommandMessage;
+pub use publisher::Tuning;
+pub use settings::{Config, DiscoveryMode, HaSettings, MqttSettings, OutputSettings, Protocol, SettingsError};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Errors that stop the MQTT layer before it runs.
+#[derive(Debug, thiserror::Error)]
+pub enum MqttError {
+    /// The configuration cannot work.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The client could not be set up.
+    #[error(transparent)]
+    Client(#[from] client::ClientError),
+}
+
+/// Runs the MQTT side until `shutdown` is cancelled or `updates` ends: connects (retrying with
+/// backoff for as long as it takes), publishes everything the updates describe, forwards
+/// commands on `commands`, and on the way out publishes `offline` and disconnects cleanly.
+///
+/// Returns an error only for a configuration that cannot work; connection problems are retried.
+pub async fn run(
+    config: Config,
+    updates: mpsc::Receiver<Update>,
+    commands: mpsc::Sender<CommandMessage>,
+    shutdown: CancellationToken,
+) -> Result<(), MqttError> {
+    run_with(config, Tuning::default(), updates, commands, shutdown).await
+}
+
+/// [`run`] with explicit timings (tests use short ones).
+pub async fn run_with(
+    config: Config,
+    tuning: Tuning,
+    updates: mpsc::Receiver<Update>,
+    commands: mpsc::Sender<CommandMessage>,
+    shutdown: CancellationToken,
+) -> Result<(), MqttError> {
+    config.validate()?;
+    let layout = topics::Layout::new(&config.mqtt.base_topic);
+    let will = Will { topic: layout.bridge_state(), payload: "offline".into() };
+    let (client, events, mut task) = Client::start(&config.mqtt, &config.mqtt.client_id, Some(will))?;
+    let publisher = publisher::Publisher::new(config.clone(), client, commands, tuning.clone());
+    let filters = publisher.scan_filters();
+    let scan_settings = config.mqtt.clone();
+    let scan = tokio::spawn(async move { gc::scan(&scan_settings, filters, tuning.scan).await });
+    publisher.run(updates, events, scan, shutdown).await;
+    if tokio::time::timeout(tuning.shutdown_grace, &mut task).await.is_err() {
+        tracing::warn!("the MQTT event loop did not stop in time");
+        task.abort();
+    }
+    Ok(())
+}

@@ -1,0 +1,458 @@
+//! The publisher: consumes the bridge core's [`Update`]s and keeps the broker in the state the
+//! contract describes.
+//!
+//! It keeps a mirror of every network, renders the retained topics wanted for it, and publishes
+//! only what changed. After every (re)connection it subscribes again and republishes everything
+//! retained (the broker may have restarted without persistence); after Home Assistant's birth
+//! message it republishes discovery, availability and state after a short random delay, so a
+//! restarted HA never leaves entities unavailable. Events and problems are published
+//! non-retained. While the connection is down nothing is sent: the next connection republishes
+//! the current truth instead of a stale queue.
+
+use super::client::{Client, ClientEvent, Message};
+use super::commands::{self, CommandMessage, Intake};
+use super::discovery::{self, Discovery};
+use super::gc::{self, Candidate, Scope};
+use super::render::{NetMirror, Owner, Renderer};
+use super::settings::Config;
+use super::store::{Op, Store};
+use super::topics::{self, Layout};
+use crate::bridge::state::UnitEvent;
+use crate::bridge::update::Update;
+use crate::cloud::model::Control;
+use chrono::{DateTime, SecondsFormat, Utc};
+use rand::Rng;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Timings of the publisher; the defaults suit production, tests shorten them.
+#[derive(Debug, Clone)]
+pub struct Tuning {
+    /// How long the start-up scan collects retained topics.
+    pub scan: Duration,
+    /// Shortest delay before republishing after HA's birth message.
+    pub birth_delay_min: Duration,
+    /// Longest such delay (the delay is random in between, to spread the load of many bridges).
+    pub birth_delay_max: Duration,
+    /// How long shutdown waits for the `offline` message and DISCONNECT to go out.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            scan: Duration::from_secs(2),
+            birth_delay_min: Duration::from_millis(500),
+            birth_delay_max: Duration::from_millis(3000),
+            shutdown_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// The publishing side of the MQTT layer (owned by [`super::run`]'s task).
+pub(crate) struct Publisher {
+    config: Config,
+    renderer: Renderer,
+    client: Client,
+    store: Store,
+    nets: BTreeMap<String, NetMirror>,
+    connected: bool,
+    started_at: DateTime<Utc>,
+    commands: mpsc::Sender<CommandMessage>,
+    /// Retained topics of earlier runs still to be judged (`None` until the scan is done).
+    candidates: Option<Vec<Candidate>>,
+    tuning: Tuning,
+    birth_at: Option<Instant>,
+}
+
+impl Publisher {
+    pub(crate) fn new(
+        config: Config,
+        client: Client,
+        commands: mpsc::Sender<CommandMessage>,
+        tuning: Tuning,
+    ) -> Publisher {
+        let layout = Layout::new(&config.mqtt.base_topic);
+        let discovery = config.homeassistant.enabled.then(|| Discovery {
+            prefix: config.homeassistant.discovery_prefix.clone(),
+            mode: config.homeassistant.discovery,
+            qos: config.mqtt.qos,
+        });
+        let renderer = Renderer { layout, discovery, attribute_topics: config.output.attribute_topics };
+        let mut p = Publisher {
+            config,
+            renderer,
+            client,
+            store: Store::default(),
+            nets: BTreeMap::new(),
+            connected: false,
+            started_at: Utc::now(),
+            commands,
+            candidates: None,
+            tuning,
+            birth_at: None,
+        };
+        let topics = p.renderer.bridge(&p.info());
+        let _ = p.store.set(Owner::Bridge, topics);
+        p
+    }
+
+    /// The filters the start-up scan subscribes to.
+    pub(crate) fn scan_filters(&self) -> Vec<String> {
+        let mut f = vec![format!("{}/#", self.config.mqtt.base_topic)];
+        if self.config.homeassistant.enabled {
+            f.push(format!("{}/+/+/config", self.config.homeassistant.discovery_prefix));
+        }
+        f
+    }
+
+    /// Runs until `shutdown` or until the update stream ends; then publishes `offline` and
+    /// disconnects.
+    pub(crate) async fn run(
+        mut self,
+        mut updates: mpsc::Receiver<Update>,
+        mut events: mpsc::UnboundedReceiver<ClientEvent>,
+        mut scan: tokio::task::JoinHandle<Vec<Message>>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
+        let mut scan_done = false;
+        loop {
+            let birth = self.birth_at;
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                u = updates.recv() => match u {
+                    Some(u) => self.on_update(u).await,
+                    None => {
+                        tracing::debug!("update stream ended");
+                        break;
+                    }
+                },
+                ev = events.recv() => match ev {
+                    Some(ClientEvent::Connected) => self.on_connected().await,
+                    Some(ClientEvent::Disconnected) => self.connected = false,
+                    Some(ClientEvent::Message(m)) => self.on_message(m).await,
+                    None => {
+                        tracing::error!("the MQTT event loop stopped unexpectedly");
+                        break;
+                    }
+                },
+                r = &mut scan, if !scan_done => {
+                    scan_done = true;
+                    let found = r.unwrap_or_default();
+                    self.on_scan(found).await;
+                }
+                _ = tokio::time::sleep_until(birth.unwrap_or_else(Instant::now)), if birth.is_some() => {
+                    self.birth_at = None;
+                    tracing::info!("republishing discovery and state after Home Assistant's birth message");
+                    let ops = self.store.republish();
+                    self.send(ops).await;
+                }
+            }
+        }
+        if !scan_done {
+            scan.abort();
+        }
+        self.stop().await;
+    }
+
+    async fn stop(&mut self) {
+        let state = self.renderer.layout.bridge_state();
+        let grace = self.tuning.shutdown_grace;
+        let client = self.client.clone();
+        let done = tokio::time::timeout(grace, async move {
+            let _ = client.publish(&state, b"offline", true).await;
+            let _ = client.disconnect().await;
+        })
+        .await;
+        if done.is_err() {
+            tracing::warn!("MQTT shutdown timed out");
+        }
+    }
+
+    /// `<base>/bridge/info`.
+    fn info(&self) -> Value {
+        let networks: Vec<Value> = self
+            .nets
+            .values()
+            .map(|m| {
+                json!({"id": m.view.status.id, "name": m.view.status.name, "slug": m.slug,
+                       "connection": m.view.status.connection.as_str()})
+            })
+            .collect();
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "networks": networks,
+            "started_at": self.started_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        })
+    }
+
+    async fn on_connected(&mut self) {
+        tracing::info!(url = %super::client::redact_url(&self.config.mqtt.url), "connected to the MQTT broker");
+        self.connected = true;
+        let mut filters = self.renderer.layout.command_filters();
+        if self.config.homeassistant.enabled {
+            filters.push(self.config.homeassistant.status_topic.clone());
+        }
+        if self.client.subscribe(&filters).await.is_err() {
+            tracing::warn!("could not subscribe to the command topics");
+        }
+        let ops = self.store.resync();
+        self.send(ops).await;
+        self.judge_candidates().await;
+    }
+
+    async fn on_message(&mut self, m: Message) {
+        if self.config.homeassistant.enabled && m.topic == self.config.homeassistant.status_topic {
+            // A retained birth arrives with every subscription; the connection's own resync
+            // already covers it.
+            if m.payload == b"online" && !m.retain {
+                let (lo, hi) =
+                    (self.tuning.birth_delay_min, self.tuning.birth_delay_max.max(self.tuning.birth_delay_min));
+                let delay = rand::rng().random_range(lo..=hi);
+                tracing::debug!(?delay, "Home Assistant came online");
+                self.birth_at = Some(Instant::now() + delay);
+            }
+            return;
+        }
+        match commands::classify(&self.renderer.layout, &m) {
+            Intake::Forward(cmd) => {
+                if let Err(e) = self.commands.try_send(cmd) {
+                    tracing::warn!(topic = %m.topic, error = %e, "command dropped");
+                }
+            }
+            Intake::Retained => {
+                tracing::warn!(topic = %m.topic, "ignoring a retained command (a replay); clearing it from the broker");
+                if self.connected {
+                    let _ = self.client.publish(&m.topic, b"", true).await;
+                }
+            }
+            Intake::Empty | Intake::NotCommand => {}
+        }
+    }
+
+    async fn on_update(&mut self, update: Update) {
+        match update {
+            Update::Network { view, .. } => {
+                let id = view.status.id.clone();
+                let view = std::sync::Arc::unwrap_or_clone(view);
+                let slug = self.nets.get(&id).map(|m| m.slug.clone()).unwrap_or_default();
+                self.nets.insert(id.clone(), NetMirror::new(view, slug));
+                self.reslug_networks(Some(&id)).await;
+                self.judge_candidates().await;
+            }
+            Update::Status { network, status } => {
+                let Some(m) = self.nets.get_mut(&*network) else {
+                    tracing::debug!(%network, "status of an unknown network");
+                    return;
+                };
+                let renamed = m.view.status.name != status.name;
+                m.view.status = status;
+                if renamed {
+                    self.reslug_networks(Some(&network)).await;
+                } else {
+                    self.render_network(&network).await;
+                    self.render_bridge().await;
+                }
+            }
+            Update::Unit { network, unit } => {
+                let Some(m) = self.nets.get_mut(&*network) else {
+                    tracing::debug!(%network, unit = unit.id, "unit of an unknown network");
+                    return;
+                };
+                let id = unit.id;
+                let old = m.view.units.get(&id).cloned();
+                let old_caps = old.as_deref().map(|u| m.caps(u));
+                let new_caps = m.caps(&unit);
+                let identity_changed = old.as_deref().is_none_or(|o| {
+                    o.name != unit.name || o.address != unit.address || o.fixture_id != unit.fixture_id
+                });
+                m.view.units.insert(id, unit);
+                if identity_changed {
+                    m.reslug();
+                    self.render_network(&network).await;
+                    return;
+                }
+                let groups: Vec<u32> = m.view.groups.values().filter(|g| g.units.contains(&id)).map(|g| g.id).collect();
+                let mut owners = vec![Owner::Unit(network.to_string(), id)];
+                owners.extend(groups.into_iter().map(|g| Owner::Group(network.to_string(), g)));
+                if old_caps != Some(new_caps) {
+                    owners.push(Owner::Network(network.to_string()));
+                }
+                self.render_owners(&network, &owners).await;
+            }
+            Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
+            Update::Problem { network, message } => {
+                let topic =
+                    network.as_deref().and_then(|n| self.nets.get(n)).map(|m| self.renderer.layout.network(&m.slug));
+                let payload = json!({
+                    "topic": topic,
+                    "network": network.as_deref(),
+                    "reason": message,
+                    "time": Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+                });
+                self.publish_transient(&self.renderer.layout.bridge_error(), payload).await;
+            }
+        }
+    }
+
+    /// Recomputes the network slugs (site-wide unique, `bridge` reserved) and re-renders every
+    /// network whose slug changed, plus `force` (and the bridge info).
+    async fn reslug_networks(&mut self, force: Option<&str>) {
+        let slugs = topics::assign(
+            self.nets.values().map(|m| (m.view.status.id.clone(), m.view.status.name.clone())),
+            &["bridge"],
+        );
+        let mut changed = Vec::new();
+        for (id, slug) in slugs {
+            if let Some(m) = self.nets.get_mut(&id)
+                && (m.slug != slug || force == Some(id.as_str()))
+            {
+                m.slug = slug;
+                changed.push(id);
+            }
+        }
+        for id in changed {
+            self.render_network(&id).await;
+        }
+        self.render_bridge().await;
+    }
+
+    async fn render_bridge(&mut self) {
+        let topics = self.renderer.bridge(&self.info());
+        let ops = self.store.set(Owner::Bridge, topics);
+        self.send(ops).await;
+    }
+
+    /// Renders every owner of a network; owners that no longer exist lose their topics.
+    async fn render_network(&mut self, network: &str) {
+        let Some(m) = self.nets.get(network) else { return };
+        let owners = m.owners();
+        let mut ops = Vec::new();
+        for o in &owners {
+            ops.extend(self.store.set(o.clone(), self.renderer.owner(m, o)));
+        }
+        for old in self.store.owners_of(network) {
+            if !owners.contains(&old) {
+                ops.extend(self.store.remove(&old));
+            }
+        }
+        self.send(ops).await;
+    }
+
+    async fn render_owners(&mut self, network: &str, owners: &[Owner]) {
+        let Some(m) = self.nets.get(network) else { return };
+        let mut ops = Vec::new();
+        for o in owners {
+            ops.extend(self.store.set(o.clone(), self.renderer.owner(m, o)));
+        }
+        self.send(ops).await;
+    }
+
+    async fn publish_event(&mut self, network: &str, unit: u32, event: UnitEvent, at: DateTime<Utc>) {
+        let Some(slug) =
+            self.nets.get(network).and_then(|m| m.unit_slugs.get(&unit).map(|s| (m.slug.clone(), s.clone())))
+        else {
+            tracing::debug!(%network, unit, "event of an unknown unit");
+            return;
+        };
+        let time = at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let payload = match event {
+            UnitEvent::Occupancy(v) => json!({"type": "occupancy", "value": v, "unit": unit, "time": time}),
+            UnitEvent::Switch(controls) => json!({
+                "type": "switch",
+                "unit": unit,
+                "controls": controls.iter().map(Control::to_value).collect::<Vec<_>>(),
+                "time": time,
+            }),
+        };
+        let topic = self.renderer.layout.unit_leaf(&slug.0, &slug.1, "event");
+        self.publish_transient(&topic, payload).await;
+    }
+
+    /// Publishes a non-retained message (dropped while disconnected: it would be stale later).
+    async fn publish_transient(&self, topic: &str, payload: Value) {
+        if !self.connected {
+            tracing::debug!(%topic, "not connected; event dropped");
+            return;
+        }
+        if self.client.publish(topic, payload.to_string().as_bytes(), false).await.is_err() {
+            tracing::debug!(%topic, "event not sent: the MQTT client has stopped");
+        }
+    }
+
+    /// Sends `ops` when connected; while disconnected they are dropped (the store keeps the
+    /// wanted state and the next connection republishes it).
+    async fn send(&mut self, ops: Vec<Op>) {
+        if !self.connected {
+            return;
+        }
+        let device_prefix = self.renderer.discovery.as_ref().map(|d| format!("{}/device/", d.prefix));
+        for op in ops {
+            let sent = match &op {
+                Op::Publish { topic, payload, previous } => {
+                    // HA needs a device config with a removed component cut down to its
+                    // platform before the config without it.
+                    if let (Some(prefix), Some(prev)) = (&device_prefix, previous)
+                        && topic.starts_with(prefix.as_str())
+                        && let Some(step) = discovery::removal_step(prev, payload)
+                    {
+                        let _ = self.client.publish(topic, step.as_bytes(), true).await;
+                    }
+                    self.client.publish(topic, payload.as_bytes(), true).await
+                }
+                Op::Clear { topic } => self.client.publish(topic, b"", true).await,
+            };
+            if sent.is_err() {
+                tracing::debug!("publish not sent: the MQTT client has stopped");
+                return;
+            }
+            self.store.sent(&op);
+        }
+    }
+
+    async fn on_scan(&mut self, found: Vec<Message>) {
+        let base = self.config.mqtt.base_topic.clone();
+        let prefix = self.config.homeassistant.enabled.then(|| self.config.homeassistant.discovery_prefix.clone());
+        let candidates = found
+            .into_iter()
+            .filter_map(|m| gc::scope_of(&m, &base, prefix.as_deref()).map(|scope| Candidate { topic: m.topic, scope }))
+            .collect();
+        self.candidates = Some(candidates);
+        self.judge_candidates().await;
+    }
+
+    /// Clears the start-up candidates whose scope is known now and that nothing wants.
+    async fn judge_candidates(&mut self) {
+        let Some(candidates) = self.candidates.take() else { return };
+        let mut keep = Vec::new();
+        let mut stale = Vec::new();
+        for c in candidates {
+            let decidable = match &c.scope {
+                Scope::Bridge => true,
+                Scope::NetworkKey(k) => self.nets.keys().any(|id| discovery::key(id) == *k),
+                Scope::NetworkSlug(s) => self.nets.values().any(|m| m.slug == *s),
+            };
+            if !decidable {
+                keep.push(c);
+            } else if !self.store.is_desired(&c.topic) && !self.store.is_published(&c.topic) {
+                stale.push(c.topic);
+            }
+        }
+        self.candidates = Some(keep);
+        if !stale.is_empty() && self.connected {
+            tracing::info!(count = stale.len(), "clearing retained topics left by an earlier run");
+            for topic in stale {
+                tracing::debug!(%topic, "clearing stale retained topic");
+                let _ = self.client.publish(&topic, b"", true).await;
+            }
+        } else if !stale.is_empty() {
+            // Not connected: judge them again later.
+            if let Some(c) = self.candidates.as_mut() {
+                c.extend(stale.into_iter().map(|topic| Candidate { topic, scope: Scope::Bridge }));
+            }
+        }
+    }
+}

@@ -1,0 +1,405 @@
+//! The retained topic set the bridge wants on the broker, rendered from its mirror of a network.
+//!
+//! Rendering is pure: the publisher compares what is rendered here with what it last published
+//! and sends only the difference. Topics are grouped by [`Owner`] (the bridge, a network, a unit,
+//! a group, a scene) so a change to one unit re-renders that unit alone, and a removed owner's
+//! every topic can be cleared. Within an owner, discovery comes first, then state, then
+//! availability: HA must know an entity before its state arrives.
+
+use super::caps::Caps;
+use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
+use super::topics::{self, Layout};
+use super::unit_json::{UNIT_KEYS, group_json, network_json, plain, unit_json};
+use crate::bridge::state::NetworkView;
+use crate::cloud::model::UnitState;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// Retained topics with their payloads, in publishing order.
+pub type Topics = Vec<(String, String)>;
+
+/// Who a retained topic belongs to. The order is the republishing order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Owner {
+    /// `<base>/bridge/…` and the bridge device.
+    Bridge,
+    /// A network's JSON, availability and device (by network id).
+    Network(String),
+    /// A unit (network id, unit id).
+    Unit(String, u32),
+    /// A group (network id, group id).
+    Group(String, u32),
+    /// A scene (network id, scene id).
+    Scene(String, u32),
+}
+
+impl Owner {
+    /// The network an owner belongs to (`None` for the bridge).
+    pub fn network(&self) -> Option<&str> {
+        match self {
+            Owner::Bridge => None,
+            Owner::Network(n) | Owner::Unit(n, _) | Owner::Group(n, _) | Owner::Scene(n, _) => Some(n),
+        }
+    }
+}
+
+/// The mirror of one network with everything derived from it that topics depend on.
+#[derive(Debug, Clone)]
+pub struct NetMirror {
+    /// The network as last reported.
+    pub view: NetworkView,
+    /// The network's slug (site-wide unique).
+    pub slug: String,
+    /// Unit slugs.
+    pub unit_slugs: BTreeMap<u32, String>,
+    /// Group slugs.
+    pub group_slugs: BTreeMap<u32, String>,
+    /// Scene slugs.
+    pub scene_slugs: BTreeMap<u32, String>,
+}
+
+impl NetMirror {
+    /// A mirror of `view` known by `slug`.
+    pub fn new(view: NetworkView, slug: String) -> NetMirror {
+        let mut m = NetMirror {
+            view,
+            slug,
+            unit_slugs: BTreeMap::new(),
+            group_slugs: BTreeMap::new(),
+            scene_slugs: BTreeMap::new(),
+        };
+        m.reslug();
+        m
+    }
+
+    /// Recomputes the unit, group and scene slugs (after names changed).
+    pub fn reslug(&mut self) {
+        let v = &self.view;
+        self.unit_slugs =
+            topics::assign(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())), &[]);
+        self.group_slugs = topics::assign(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())), &[]);
+        self.scene_slugs = topics::assign(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())), &[]);
+    }
+
+    /// The capabilities of a unit (its controls merged with its fixture's).
+    pub fn caps(&self, unit: &UnitState) -> Caps {
+        Caps::of(unit, unit.fixture_id.and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f))
+    }
+
+    /// Every owner of this network.
+    pub fn owners(&self) -> Vec<Owner> {
+        let id = &self.view.status.id;
+        let mut o = vec![Owner::Network(id.clone())];
+        o.extend(self.view.units.keys().map(|u| Owner::Unit(id.clone(), *u)));
+        o.extend(self.view.groups.keys().map(|g| Owner::Group(id.clone(), *g)));
+        o.extend(self.view.scenes.keys().map(|s| Owner::Scene(id.clone(), *s)));
+        o
+    }
+}
+
+/// Renders topics for one bridge (base topic, discovery settings, output options).
+#[derive(Debug, Clone)]
+pub struct Renderer {
+    /// The topic layout.
+    pub layout: Layout,
+    /// Discovery, when enabled.
+    pub discovery: Option<Discovery>,
+    /// Publish per-attribute plain topics.
+    pub attribute_topics: bool,
+}
+
+/// The object id of the bridge device (includes the base topic: two bridges on one broker with
+/// different base topics are two devices).
+pub fn bridge_object_id(base: &str) -> String {
+    format!("{}_bridge_{}", discovery::ORIGIN_NAME, discovery::key(base))
+}
+
+/// The object id of a network device.
+pub fn network_object_id(network_id: &str) -> String {
+    format!("{}_{}", discovery::ORIGIN_NAME, discovery::key(network_id))
+}
+
+/// The object id of a unit device: network id + unit address (stable across renames and
+/// re-adds), or the unit id when the address is unknown.
+pub fn unit_object_id(network_id: &str, unit: &UnitState) -> String {
+    let unit_key = match unit.address.as_deref().filter(|a| !a.is_empty()) {
+        Some(a) => discovery::key(a),
+        None => format!("u{}", unit.id),
+    };
+    format!("{}_{unit_key}", network_object_id(network_id))
+}
+
+/// A name for an entity of a network device that HA will not strip: a name starting with the
+/// device's name draws a warning, so such names get a kind prefix ("Scene …", "Group …").
+fn entity_name(name: &str, device_name: &str, kind: &str, id: u32) -> Name {
+    if name.trim().is_empty() {
+        return Name::Text(format!("{kind} {id}"));
+    }
+    if !device_name.is_empty() && name.to_lowercase().starts_with(&device_name.to_lowercase()) {
+        return Name::Text(format!("{kind} {name}"));
+    }
+    Name::Text(name.to_string())
+}
+
+impl Renderer {
+    fn bridge_availability(&self) -> Vec<String> {
+        vec![self.layout.bridge_state()]
+    }
+
+    fn push_discovery(&self, out: &mut Topics, device: &Device) {
+        if let Some(d) = &self.discovery {
+            out.extend(d.render(device));
+        }
+    }
+
+    /// The bridge's topics: its device, `bridge/state` = `online`, `bridge/info`.
+    pub fn bridge(&self, info: &Value) -> Topics {
+        let l = &self.layout;
+        let oid = bridge_object_id(l.base());
+        let base_slug = topics::slug_or_id(l.base(), &"casambi");
+        let device = Device {
+            object_id: oid.clone(),
+            device: json!({
+                "identifiers": [oid],
+                "name": "casambi2mqtt bridge",
+                "manufacturer": "casambi2mqtt",
+                "model": "casambi2mqtt",
+                "sw_version": env!("CARGO_PKG_VERSION"),
+            }),
+            availability: Vec::new(),
+            components: vec![
+                binary_sensor::connectivity(
+                    "connectivity",
+                    format!("{oid}_connectivity"),
+                    Name::FromClass,
+                    &discovery::entity_id("binary_sensor", &[&base_slug, "bridge"]),
+                    l.bridge_state(),
+                    None,
+                ),
+                sensor::version(
+                    format!("{oid}_version"),
+                    &discovery::entity_id("sensor", &[&base_slug, "bridge", "version"]),
+                    l.bridge_info(),
+                    self.bridge_availability(),
+                ),
+            ],
+        };
+        let mut out = Vec::new();
+        self.push_discovery(&mut out, &device);
+        out.push((l.bridge_state(), "online".into()));
+        out.push((l.bridge_info(), info.to_string()));
+        out
+    }
+
+    /// A network's topics: its device (dim level, cloud connection, a switch per scene, a
+    /// light per group), its JSON and its availability.
+    pub fn network(&self, m: &NetMirror) -> Topics {
+        let l = &self.layout;
+        let v = &m.view;
+        let net = m.slug.as_str();
+        let oid = network_object_id(&v.status.id);
+        let avail = vec![l.bridge_state(), l.network_availability(net)];
+        let mut components = vec![
+            number::dim_level(
+                format!("{oid}_dim_level"),
+                &discovery::entity_id("number", &[net, "dim_level"]),
+                l.network(net),
+                l.network_set(net),
+            ),
+            binary_sensor::connectivity(
+                "connectivity",
+                format!("{oid}_connectivity"),
+                Name::Text("Cloud connection".into()),
+                &discovery::entity_id("binary_sensor", &[net, "cloud_connection"]),
+                l.network_availability(net),
+                Some(self.bridge_availability()),
+            ),
+        ];
+        for (id, s) in &v.scenes {
+            let Some(slug) = m.scene_slugs.get(id) else { continue };
+            components.push(switch::scene(
+                format!("scene_{id}"),
+                format!("{oid}_scene_{id}"),
+                entity_name(&s.name, &v.status.name, "Scene", *id),
+                &discovery::entity_id("switch", &[net, "scene", slug]),
+                l.scene(net, slug),
+                format!("{}/set", l.scene(net, slug)),
+            ));
+        }
+        for (id, g) in &v.groups {
+            let Some(slug) = m.group_slugs.get(id) else { continue };
+            let dimmable = g.units.iter().filter_map(|u| v.units.get(u)).any(|u| m.caps(u).dimmer);
+            components.push(light::group(
+                format!("group_{id}"),
+                format!("{oid}_group_{id}"),
+                entity_name(&g.name, &v.status.name, "Group", *id),
+                &discovery::entity_id("light", &[net, "group", slug]),
+                l.group(net, slug),
+                format!("{}/set", l.group(net, slug)),
+                dimmable,
+            ));
+        }
+        let device = Device {
+            object_id: oid.clone(),
+            device: json!({
+                "identifiers": [oid],
+                "name": v.status.name,
+                "model": "Lighting network",
+                "via_device": bridge_object_id(l.base()),
+            }),
+            availability: avail,
+            components,
+        };
+        let mut out = Vec::new();
+        self.push_discovery(&mut out, &device);
+        out.push((l.network(net), network_json(&v.status, &v.scenes).to_string()));
+        out.push((l.network_availability(net), if v.status.available() { "online" } else { "offline" }.into()));
+        out
+    }
+
+    /// The unit JSON of a unit of `m` (all keys present).
+    pub fn unit_state(&self, m: &NetMirror, unit: &UnitState) -> Map<String, Value> {
+        unit_json(unit, &m.caps(unit))
+    }
+
+    /// A unit's topics: its device and entities, its JSON, its attribute topics, its availability.
+    pub fn unit(&self, m: &NetMirror, id: u32) -> Topics {
+        let (Some(unit), Some(slug)) = (m.view.units.get(&id), m.unit_slugs.get(&id)) else {
+            return Vec::new();
+        };
+        let l = &self.layout;
+        let net = m.slug.as_str();
+        let caps = m.caps(unit);
+        let state_topic = l.unit(net, slug);
+        let mut out = Vec::new();
+        if self.discovery.is_some() {
+            let device = self.unit_device(m, unit, slug, &caps);
+            self.push_discovery(&mut out, &device);
+        }
+        let json = unit_json(unit, &caps);
+        // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
+        out.push((state_topic, Value::Object(json.clone()).to_string()));
+        if self.attribute_topics {
+            for key in UNIT_KEYS {
+                if let Some(text) = json.get(key).and_then(plain) {
+                    out.push((l.unit_leaf(net, slug, key), text));
+                }
+            }
+        }
+        let online = unit.online == Some(true) && m.view.status.available();
+        out.push((l.unit_leaf(net, slug, "availability"), if online { "online" } else { "offline" }.into()));
+        out
+    }
+
+    fn unit_device(&self, m: &NetMirror, unit: &UnitState, slug: &str, caps: &Caps) -> Device {
+        let l = &self.layout;
+        let net = m.slug.as_str();
+        let oid = unit_object_id(&m.view.status.id, unit);
+        let state_topic = l.unit(net, slug);
+        let entities = usize::from(caps.is_light())
+            + usize::from(caps.presence)
+            + usize::from(caps.lux)
+            + usize::from(caps.switch);
+        let single = entities == 1;
+        let eid = |platform: &str, suffix: &str| {
+            if single {
+                discovery::entity_id(platform, &[net, slug])
+            } else {
+                discovery::entity_id(platform, &[net, slug, suffix])
+            }
+        };
+        let mut components: Vec<Component> = Vec::new();
+        if caps.is_light() {
+            components.push(light::unit(
+                format!("{oid}_light"),
+                &discovery::entity_id("light", &[net, slug]),
+                state_topic.clone(),
+                l.unit_leaf(net, slug, "set"),
+                caps,
+            ));
+        }
+        let named = |fallback: Name| if single { Name::Main } else { fallback };
+        if caps.presence {
+            components.push(binary_sensor::occupancy(
+                format!("{oid}_occupancy"),
+                named(Name::FromClass),
+                &eid("binary_sensor", "occupancy"),
+                state_topic.clone(),
+            ));
+        }
+        if caps.lux {
+            components.push(sensor::illuminance(
+                format!("{oid}_illuminance"),
+                named(Name::FromClass),
+                &eid("sensor", "illuminance"),
+                state_topic.clone(),
+            ));
+        }
+        if caps.switch {
+            let types: &[&str] = if caps.presence { &["occupancy", "switch"] } else { &["switch"] };
+            components.push(event::unit(
+                format!("{oid}_event"),
+                named(Name::Text("Switch".into())),
+                &eid("event", "switch"),
+                l.unit_leaf(net, slug, "event"),
+                types,
+            ));
+        }
+        let fixture = unit.fixture_id.and_then(|f| m.view.fixtures.get(&f));
+        let mut dev = Map::new();
+        dev.insert("identifiers".into(), json!([oid]));
+        dev.insert(
+            "name".into(),
+            json!(
+                unit.name
+                    .as_deref()
+                    .filter(|n| !n.trim().is_empty())
+                    .map_or_else(|| format!("Unit {}", unit.id), str::to_string)
+            ),
+        );
+        if let Some(vendor) = fixture.and_then(|f| f.vendor.as_deref()) {
+            dev.insert("manufacturer".into(), json!(vendor));
+        }
+        if let Some(model) = fixture.and_then(|f| f.model.as_deref()) {
+            dev.insert("model".into(), json!(model));
+        }
+        if let Some(fw) = unit.firmware_version.as_deref() {
+            dev.insert("sw_version".into(), json!(fw));
+        }
+        dev.insert("via_device".into(), json!(network_object_id(&m.view.status.id)));
+        Device {
+            object_id: oid,
+            device: Value::Object(dev),
+            availability: vec![l.bridge_state(), l.unit_leaf(net, slug, "availability")],
+            components,
+        }
+    }
+
+    /// A group's JSON topic.
+    pub fn group(&self, m: &NetMirror, id: u32) -> Topics {
+        let (Some(g), Some(slug)) = (m.view.groups.get(&id), m.group_slugs.get(&id)) else {
+            return Vec::new();
+        };
+        let members: BTreeMap<u32, Map<String, Value>> =
+            g.units.iter().filter_map(|u| m.view.units.get(u).map(|unit| (*u, self.unit_state(m, unit)))).collect();
+        vec![(self.layout.group(&m.slug, slug), group_json(g, &members).to_string())]
+    }
+
+    /// A scene's `ON`/`OFF` topic.
+    pub fn scene(&self, m: &NetMirror, id: u32) -> Topics {
+        let Some(slug) = m.scene_slugs.get(&id) else { return Vec::new() };
+        let on = m.view.status.active_scenes.contains(&id);
+        vec![(self.layout.scene(&m.slug, slug), if on { "ON" } else { "OFF" }.into())]
+    }
+
+    /// The topics of any owner of `m`.
+    pub fn owner(&self, m: &NetMirror, owner: &Owner) -> Topics {
+        match owner {
+            Owner::Bridge => Vec::new(),
+            Owner::Network(_) => self.network(m),
+            Owner::Unit(_, id) => self.unit(m, *id),
+            Owner::Group(_, id) => self.group(m, *id),
+            Owner::Scene(_, id) => self.scene(m, *id),
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The `mqtt`, `homeassistant` and `output` sections of the configuration (DESIGN §3).
+//!
+//! Each struct deserialises from its YAML section with every key optional (the defaults are the
+//! ones the design names) and rejects unknown keys, so a typo is reported with the key's name.
+//! The password is a [`Secret`]: it never shows in `Debug` output or logs.
+
+use crate::cloud::model::Secret;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// Errors in the MQTT-related configuration; each names the key that is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A key has a value that cannot work.
+    #[error("{key}: {reason}")]
+    Invalid {
+        /// The configuration key, e.g. `mqtt.url`.
+        key: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `*_file` could not be read.
+    #[error("{key}: cannot read {path}: {source}")]
+    File {
+        /// The configuration key.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
+/// MQTT protocol version spoken to the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum Protocol {
+    /// MQTT 5 (the default).
+    #[default]
+    #[serde(rename = "v5", alias = "5", alias = "5.0")]
+    V5,
+    /// MQTT 3.1.1, for older brokers.
+    #[serde(rename = "v3", alias = "3", alias = "3.1.1", alias = "v311", alias = "v3.1.1")]
+    V311,
+}
+
+/// `mqtt:` — how to reach the broker and where to publish.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MqttSettings {
+    /// Broker URL: `mqtt://host[:port]` or `mqtts://host[:port]` (TLS).
+    pub url: String,
+    /// User name; empty = anonymous.
+    pub username: String,
+    /// Password (never logged).
+    pub password: Secret,
+    /// File holding the password (container secrets); read by [`MqttSettings::resolve_files`].
+    pub password_file: Option<PathBuf>,
+    /// Extra CA certificate (PEM) trusted for `mqtts://`, besides the system roots.
+    pub ca_file: Option<PathBuf>,
+    /// MQTT client id; stable, so the broker does not keep stale sessions.
+    pub client_id: String,
+    /// First level of every topic the bridge publishes.
+    pub base_topic: String,
+    /// QoS of publications and subscriptions (0, 1 or 2).
+    pub qos: u8,
+    /// Protocol version: `v5` (default) or `v3` (3.1.1).
+    pub protocol: Protocol,
+}
+
+impl Default for MqttSettings {
+    fn default() -> Self {
+        MqttSettings {
+            url: "mqtt://127.0.0.1:1883".into(),
+            username: String::new(),
+            password: Secret::default(),
+            password_file: None,
+            ca_file: None,
+            client_id: "casambi2mqtt".into(),
+            base_topic: "casambi".into(),
+            qos: 1,
+            protocol: Protocol::V5,
+        }
+    }
+}
+
+/// How Home Assistant discovery messages are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiscoveryMode {
+    /// One `<prefix>/device/<id>/config` per device with all its components (`cmps`).
+    #[default]
+    Device,
+    /// One `<prefix>/<component>/<id>/config` per entity (older HA, openHAB).
+    Component,
+}
+
+/// `homeassistant:` — discovery.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HaSettings {
+    /// Publish discovery at all.
+    pub enabled: bool,
+    /// HA's discovery prefix.
+    pub discovery_prefix: String,
+    /// Where HA announces `online` (birth) and `offline`.
+    pub status_topic: String,
+    /// Device-based or per-component discovery.
+    pub discovery: DiscoveryMode,
+}
+
+impl Default for HaSettings {
+    fn default() -> Self {
+        HaSettings {
+            enabled: true,
+            discovery_prefix: "homeassistant".into(),
+            status_topic: "homeassistant/status".into(),
+            discovery: DiscoveryMode::Device,
+        }
+    }
+}
+
+/// `output:` — extra topics for Node-RED and friends.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputSettings {
+    /// Publish a plain-value topic per scalar key of the unit JSON, one level below it.
+    pub attribute_topics: bool,
+}
+
+impl Default for OutputSettings {
+    fn default() -> Self {
+        OutputSettings { attribute_topics: true }
+    }
+}
+
+/// Everything the MQTT side needs, gathered from the three sections.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// `mqtt:`.
+    pub mqtt: MqttSettings,
+    /// `homeassistant:`.
+    pub homeassistant: HaSettings,
+    /// `output:`.
+    pub output: OutputSettings,
+}
+
+impl MqttSettings {
+    /// Reads `password_file` into `password` (a trailing newline is dropped). Call once while
+    /// loading the configuration, before anything connects.
+    pub fn resolve_files(&mut self) -> Result<(), SettingsError> {
+        if let Some(path) = &self.password_file {
+            let text = std::fs::read_to_string(path).map_err(|source| SettingsError::File {
+                key: "mqtt.password_file",
+                path: path.clone(),
+                source,
+            })?;
+            self.password = Secret::new(text.trim_end_matches(['\r', '\n']));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `s` may be used as (part of) a topic the bridge publishes to.
+fn valid_topic_prefix(s: &str) -> bool {
+    !s.is_empty() && !s.starts_with('/') && !s.ends_with('/') && !s.contains(['+', '#', '\0'])
+}
+
+impl Config {
+    /// Checks what cannot work, naming the key: URL scheme, QoS, topics.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let invalid = |key: &'static str, reason: String| Err(SettingsError::Invalid { key, reason });
+        let m = &self.mqtt;
+        match m.url.split_once("://") {
+            Some(("mqtt" | "tcp" | "mqtts" | "ssl", rest)) if !rest.is_empty() => {}
+            _ => {
+                return invalid(
+                    "mqtt.url",
+                    format!(
+                        "expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], got {:?}",
+                        crate::mqtt::client::redact_url(&m.url)
+                    ),
+                );
+            }
+        }
+        if crate::mqtt::client::broker_address(&m.url).is_none() {
+            return invalid(
+                "mqtt.url",
+                format!("no host or a bad port in {:?}", crate::mqtt::client::redact_url(&m.url)),
+            );
+        }
+        if m.qos > 2 {
+            return invalid("mqtt.qos", format!("must be 0, 1 or 2, got {}", m.qos));
+        }
+        if m.client_id.is_empty() {
+            return invalid("mqtt.client_id", "must not be empty".into());
+        }
+        if !valid_topic_prefix(&m.base_topic) {
+            return invalid(
+                "mqtt.base_topic",
+                format!(
+                    "{:?} is not a usable topic (empty, or contains + # NUL or a leading/trailing /)",
+                    m.base_topic
+                ),
+            );
+        }
+        let ha = &self.homeassistant;
+        if ha.enabled {
+            if !valid_topic_prefix(&ha.discovery_prefix) {
+                return invalid(
+                    "homeassistant.discovery_prefix",
+                    format!("{:?} is not a usable topic", ha.discovery_prefix),
+                );
+            }
+            if ha.discovery_prefix == m.base_topic {
+                return invalid("homeassistant.discovery_prefix", "must differ from mqtt.base_topic".into());
+            }
+            if !valid_topic_prefix(&ha.status_topic) {
+                return invalid("homeassistant.status_topic", format!("{:?} is not a usable topic", ha.status_topic));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_design() {
+        let c = Config::default();
+        assert_eq!(c.mqtt.url, "mqtt://127.0.0.1:1883");
+        assert_eq!(c.mqtt.client_id, "casambi2mqtt");
+        assert_eq!(c.mqtt.base_topic, "casambi");
+        assert_eq!(c.mqtt.qos, 1);
+        assert_eq!(c.mqtt.protocol, Protocol::V5);
+        assert!(c.homeassistant.enabled);
+        assert_eq!(c.homeassistant.discovery_prefix, "homeassistant");
+        assert_eq!(c.homeassistant.status_topic, "homeassistant/status");
+        assert_eq!(c.homeassistant.discovery, DiscoveryMode::Device);
+        assert!(c.output.attribute_topics);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn yaml_sections_parse_and_unknown_keys_fail() {
+        let m: MqttSettings =
+            serde_yaml::from_str("url: mqtts://broker:8883\npassword: hunter2\nprotocol: \"3.1.1\"\n").unwrap();
+        assert_eq!(m.protocol, Protocol::V311);
+        assert!(!format!("{m:?}").contains("hunter2"), "password must not show in Debug");
+        let err = serde_yaml::from_str::<MqttSettings>("urll: x\n").unwrap_err().to_string();
+        assert!(err.contains("urll"), "{err}");
+        let ha: HaSettings = serde_yaml::from_str("discovery: component\n").unwrap();
+        assert_eq!(ha.discovery, DiscoveryMode::Component);
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let mut c = Config::default();
+        c.mqtt.base_topic = "a/#".into();
+        assert!(c.validate().unwrap_err().to_string().starts_with("mqtt.base_topic"));
+        let mut c = Config::default();
+        c.mqtt.url = "http://x".into();
+        assert!(c.validate().unwrap_err().to_string().starts_with("mqtt.url"));
+        let mut c = Config::default();
+        c.homeassistant.discovery_prefix = "casambi".into();
+        assert!(c.validate().unwrap_err().to_string().starts_with("homeassistant.discovery_prefix"));
+    }
+
+    #[test]
+    fn password_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "s3cret\n").unwrap();
+        let mut m = MqttSettings { password_file: Some(path), ..MqttSettings::default() };
+        m.resolve_files().unwrap();
+        assert_eq!(m.password.expose(), "s3cret");
+    }
+}

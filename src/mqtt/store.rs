@@ -1,0 +1,208 @@
+//! The retained topics the bridge wants on the broker and the ones it has published, and the
+//! operations that take the broker from one to the other.
+//!
+//! Only differences are published, so identical state never produces a duplicate retained
+//! message. A topic is cleared (empty retained payload) when no owner wants it any more — this is
+//! how a removed or renamed unit, group or scene loses every topic it had, not only its discovery.
+
+use super::render::{Owner, Topics};
+use std::collections::{BTreeMap, HashMap};
+
+/// One broker operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Publish `payload` retained on `topic`; `previous` is what was published there before.
+    Publish {
+        /// Topic.
+        topic: String,
+        /// Payload.
+        payload: String,
+        /// The payload last published on the topic, if any.
+        previous: Option<String>,
+    },
+    /// Publish an empty retained payload on `topic` (deletes the retained message).
+    Clear {
+        /// Topic.
+        topic: String,
+    },
+}
+
+/// Desired and published retained topics.
+#[derive(Debug, Default)]
+pub struct Store {
+    desired: BTreeMap<Owner, Topics>,
+    /// Which owner wants a topic.
+    index: HashMap<String, Owner>,
+    /// What this process last published per topic (since the last connection).
+    published: HashMap<String, String>,
+}
+
+impl Store {
+    /// Sets what `owner` wants and returns the operations that bring the broker there: changed
+    /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
+    pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
+        let old = self.desired.remove(&owner).unwrap_or_default();
+        for (t, _) in &old {
+            if self.index.get(t) == Some(&owner) {
+                self.index.remove(t);
+            }
+        }
+        let mut ops = Vec::new();
+        for (t, p) in &topics {
+            self.index.insert(t.clone(), owner.clone());
+            let previous = self.published.get(t);
+            if previous != Some(p) {
+                ops.push(Op::Publish { topic: t.clone(), payload: p.clone(), previous: previous.cloned() });
+            }
+        }
+        for (t, _) in &old {
+            if !self.index.contains_key(t) && self.published.contains_key(t) {
+                ops.push(Op::Clear { topic: t.clone() });
+            }
+        }
+        if !topics.is_empty() {
+            self.desired.insert(owner, topics);
+        }
+        ops
+    }
+
+    /// Drops `owner` and returns the clears of its topics.
+    pub fn remove(&mut self, owner: &Owner) -> Vec<Op> {
+        self.set(owner.clone(), Vec::new())
+    }
+
+    /// The owners of one network's topics.
+    pub fn owners_of(&self, network: &str) -> Vec<Owner> {
+        self.desired.keys().filter(|o| o.network() == Some(network)).cloned().collect()
+    }
+
+    /// Records that `op` reached the client.
+    pub fn sent(&mut self, op: &Op) {
+        match op {
+            Op::Publish { topic, payload, .. } => {
+                self.published.insert(topic.clone(), payload.clone());
+            }
+            Op::Clear { topic } => {
+                self.published.remove(topic);
+            }
+        }
+    }
+
+    /// Everything again, for a new connection: clears of published topics nobody wants, then
+    /// every wanted topic (owner by owner; discovery before state within each).
+    pub fn resync(&self) -> Vec<Op> {
+        let mut stale: Vec<&String> = self.published.keys().filter(|t| !self.index.contains_key(*t)).collect();
+        stale.sort();
+        let mut ops: Vec<Op> = stale.into_iter().map(|t| Op::Clear { topic: t.clone() }).collect();
+        ops.extend(self.republish());
+        ops
+    }
+
+    /// Every wanted topic again (after Home Assistant's birth message).
+    pub fn republish(&self) -> Vec<Op> {
+        self.desired
+            .values()
+            .flatten()
+            .map(|(t, p)| Op::Publish {
+                topic: t.clone(),
+                payload: p.clone(),
+                previous: self.published.get(t).cloned(),
+            })
+            .collect()
+    }
+
+    /// Whether some owner wants `topic`.
+    pub fn is_desired(&self, topic: &str) -> bool {
+        self.index.contains_key(topic)
+    }
+
+    /// Whether this process has published `topic` (and not cleared it).
+    pub fn is_published(&self, topic: &str) -> bool {
+        self.published.contains_key(topic)
+    }
+
+    /// All wanted topics with payloads (for tests and `check`).
+    pub fn desired(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.desired.values().flatten().map(|(t, p)| (t.as_str(), p.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(pairs: &[(&str, &str)]) -> Topics {
+        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    fn apply(s: &mut Store, ops: &[Op]) {
+        for op in ops {
+            s.sent(op);
+        }
+    }
+
+    #[test]
+    fn only_changes_are_published() {
+        let mut s = Store::default();
+        let o = Owner::Unit("n".into(), 1);
+        let ops = s.set(o.clone(), t(&[("a", "1"), ("b", "2")]));
+        assert_eq!(ops.len(), 2);
+        apply(&mut s, &ops);
+        assert!(s.set(o.clone(), t(&[("a", "1"), ("b", "2")])).is_empty());
+        let ops = s.set(o.clone(), t(&[("a", "1"), ("b", "3")]));
+        assert_eq!(ops, vec![Op::Publish { topic: "b".into(), payload: "3".into(), previous: Some("2".into()) }]);
+    }
+
+    #[test]
+    fn renamed_topics_are_published_then_old_ones_cleared() {
+        let mut s = Store::default();
+        let o = Owner::Unit("n".into(), 1);
+        let ops = s.set(o.clone(), t(&[("cfg", "x"), ("old", "1")]));
+        apply(&mut s, &ops);
+        let ops = s.set(o.clone(), t(&[("cfg", "y"), ("new", "1")]));
+        assert_eq!(
+            ops,
+            vec![
+                Op::Publish { topic: "cfg".into(), payload: "y".into(), previous: Some("x".into()) },
+                Op::Publish { topic: "new".into(), payload: "1".into(), previous: None },
+                Op::Clear { topic: "old".into() },
+            ]
+        );
+        apply(&mut s, &ops);
+        let ops = s.remove(&o);
+        assert_eq!(ops, vec![Op::Clear { topic: "cfg".into() }, Op::Clear { topic: "new".into() }]);
+    }
+
+    #[test]
+    fn a_topic_taken_over_by_another_owner_is_not_cleared() {
+        let mut s = Store::default();
+        let a = Owner::Unit("n".into(), 1);
+        let b = Owner::Unit("n".into(), 2);
+        let ops = s.set(a.clone(), t(&[("x", "a")]));
+        apply(&mut s, &ops);
+        let ops = s.set(b.clone(), t(&[("x", "b")]));
+        apply(&mut s, &ops);
+        assert!(s.remove(&a).is_empty(), "x now belongs to b");
+        assert!(s.is_desired("x"));
+    }
+
+    #[test]
+    fn resync_clears_unwanted_and_republishes_everything() {
+        let mut s = Store::default();
+        let a = Owner::Unit("n".into(), 1);
+        let ops = s.set(a.clone(), t(&[("x", "1")]));
+        apply(&mut s, &ops);
+        // Disconnected: the removal is not sent.
+        let _ = s.remove(&a);
+        let ops = s.set(Owner::Bridge, t(&[("b", "1")]));
+        let _ = ops;
+        let ops = s.resync();
+        assert_eq!(
+            ops,
+            vec![
+                Op::Clear { topic: "x".into() },
+                Op::Publish { topic: "b".into(), payload: "1".into(), previous: None }
+            ]
+        );
+    }
+}

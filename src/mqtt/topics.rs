@@ -1,0 +1,256 @@
+//! The topic layout of DESIGN §4 and the slugs that name networks, units, groups and scenes in it.
+//!
+//! A slug is readable and stable: lower-case ASCII letters and digits are kept, every other run
+//! of characters becomes one `-`, non-ASCII letters are transliterated first (`Küche` → `kuche`).
+//! Slugs of one kind within one network must be distinct, so every thing whose slug collides
+//! with another's gets `-<id>` appended; the result does not depend on the order things are
+//! listed in. A slug never contains `/`, `+`, `#` or NUL, so it is always a single, literal topic
+//! level.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
+
+/// The slug of a name: may be empty (a name of punctuation only).
+pub fn slug(name: &str) -> String {
+    let ascii = deunicode::deunicode(name);
+    let mut out = String::with_capacity(ascii.len());
+    let mut pending_dash = false;
+    for c in ascii.chars() {
+        if c.is_ascii_alphanumeric() {
+            if pending_dash && !out.is_empty() {
+                out.push('-');
+            }
+            pending_dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            pending_dash = true;
+        }
+    }
+    out
+}
+
+/// The slug of a name, or of the id when the name gives none.
+pub fn slug_or_id(name: &str, id: &impl Display) -> String {
+    let s = slug(name);
+    if s.is_empty() { id_slug(id) } else { s }
+}
+
+/// An id made safe as a topic level (ids are numbers or hex, so this rarely changes anything).
+fn id_slug(id: &impl Display) -> String {
+    let s = slug(&id.to_string());
+    if s.is_empty() { "id".into() } else { s }
+}
+
+/// Slugs for a set of things of one kind: the slug of each name, with `-<id>` appended to every
+/// one whose slug is shared with another (or is in `reserved`). Order-independent.
+pub fn assign<K>(items: impl IntoIterator<Item = (K, impl AsRef<str>)>, reserved: &[&str]) -> BTreeMap<K, String>
+where
+    K: Ord + Clone + Display,
+{
+    let mut slugs: BTreeMap<K, (String, bool)> = BTreeMap::new();
+    for (id, name) in items {
+        let base = slug_or_id(name.as_ref(), &id);
+        if reserved.contains(&base.as_str()) {
+            let s = format!("{base}-{}", id_slug(&id));
+            slugs.insert(id, (s, true));
+        } else {
+            slugs.insert(id, (base, false));
+        }
+    }
+    // A suffixed slug ends in its own unique id, so two suffixed slugs never collide; each
+    // round suffixes at least one more slug, so this ends.
+    loop {
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for (s, _) in slugs.values() {
+            *count.entry(s.as_str()).or_default() += 1;
+        }
+        let colliding: BTreeSet<String> =
+            count.into_iter().filter(|(_, n)| *n > 1).map(|(s, _)| s.to_string()).collect();
+        let mut changed = false;
+        for (id, (s, suffixed)) in slugs.iter_mut() {
+            if !*suffixed && colliding.contains(s.as_str()) {
+                *s = format!("{s}-{}", id_slug(id));
+                *suffixed = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    slugs.into_iter().map(|(k, (s, _))| (k, s)).collect()
+}
+
+/// Whether `level` can be used as one literal topic level.
+pub fn valid_level(level: &str) -> bool {
+    !level.is_empty() && !level.contains(['/', '+', '#', '\0'])
+}
+
+/// The contract's topic layout under one base topic.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    base: String,
+}
+
+impl Layout {
+    /// The layout under `base` (`mqtt.base_topic`).
+    pub fn new(base: &str) -> Layout {
+        Layout { base: base.to_string() }
+    }
+
+    /// The base topic.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// `<base>/bridge/state`: `online`/`offline`, retained, also the last will.
+    pub fn bridge_state(&self) -> String {
+        format!("{}/bridge/state", self.base)
+    }
+
+    /// `<base>/bridge/info`: retained JSON.
+    pub fn bridge_info(&self) -> String {
+        format!("{}/bridge/info", self.base)
+    }
+
+    /// `<base>/bridge/error`: non-retained JSON.
+    pub fn bridge_error(&self) -> String {
+        format!("{}/bridge/error", self.base)
+    }
+
+    /// `<base>/<net>`: the network JSON.
+    pub fn network(&self, net: &str) -> String {
+        format!("{}/{net}", self.base)
+    }
+
+    /// `<base>/<net>/availability`.
+    pub fn network_availability(&self, net: &str) -> String {
+        format!("{}/{net}/availability", self.base)
+    }
+
+    /// `<base>/<net>/set`: network commands.
+    pub fn network_set(&self, net: &str) -> String {
+        format!("{}/{net}/set", self.base)
+    }
+
+    /// `<base>/<net>/unit/<unit>`: the unit JSON.
+    pub fn unit(&self, net: &str, unit: &str) -> String {
+        format!("{}/{net}/unit/{unit}", self.base)
+    }
+
+    /// `<base>/<net>/unit/<unit>/<leaf>` (`availability`, `event`, `set` or an attribute).
+    pub fn unit_leaf(&self, net: &str, unit: &str, leaf: &str) -> String {
+        format!("{}/{net}/unit/{unit}/{leaf}", self.base)
+    }
+
+    /// `<base>/<net>/group/<group>`: the group JSON.
+    pub fn group(&self, net: &str, group: &str) -> String {
+        format!("{}/{net}/group/{group}", self.base)
+    }
+
+    /// `<base>/<net>/scene/<scene>`: `ON`/`OFF`.
+    pub fn scene(&self, net: &str, scene: &str) -> String {
+        format!("{}/{net}/scene/{scene}", self.base)
+    }
+
+    /// Subscription filters for every `…/set` topic of the contract.
+    pub fn command_filters(&self) -> Vec<String> {
+        let b = &self.base;
+        vec![
+            format!("{b}/+/set"),
+            format!("{b}/+/unit/+/set"),
+            format!("{b}/+/unit/+/set/+"),
+            format!("{b}/+/group/+/set"),
+            format!("{b}/+/scene/+/set"),
+        ]
+    }
+
+    /// Whether `topic` is one of the command topics of the contract under this base.
+    pub fn is_command(&self, topic: &str) -> bool {
+        let Some(rest) = topic.strip_prefix(&self.base).and_then(|r| r.strip_prefix('/')) else {
+            return false;
+        };
+        let levels: Vec<&str> = rest.split('/').collect();
+        matches!(
+            levels.as_slice(),
+            [_, "set"]
+                | [_, "unit", _, "set"]
+                | [_, "unit", _, "set", _]
+                | [_, "group", _, "set"]
+                | [_, "scene", _, "set"]
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_follow_the_contract() {
+        assert_eq!(slug("Kitchen ceiling"), "kitchen-ceiling");
+        assert_eq!(slug("Küche Spots"), "kuche-spots");
+        assert_eq!(slug("  --Living / room + #1 -- "), "living-room-1");
+        assert_eq!(slug("a\0b"), "a-b");
+        assert_eq!(slug("Ærø"), "aero");
+        assert_eq!(slug("!!!"), "");
+        assert_eq!(slug_or_id("!!!", &17), "17");
+        assert_eq!(slug_or_id("", &"ABC"), "abc");
+    }
+
+    #[test]
+    fn slugs_never_break_a_topic_level() {
+        for name in ["a/b", "+", "#", "x\0y", "日本語", "🙂", "/+#\0", "Spot № 5"] {
+            let s = slug_or_id(name, &9);
+            assert!(valid_level(&s), "{name:?} -> {s:?}");
+            assert!(s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{s}");
+            assert!(!s.starts_with('-') && !s.ends_with('-'), "{s}");
+        }
+    }
+
+    #[test]
+    fn collisions_get_the_id_whatever_the_order() {
+        let a = assign([(3u32, "Spot"), (1, "spot"), (2, "Lamp")], &[]);
+        let b = assign([(2u32, "Lamp"), (1, "spot"), (3, "Spot")], &[]);
+        assert_eq!(a, b);
+        assert_eq!(a[&1], "spot-1");
+        assert_eq!(a[&3], "spot-3");
+        assert_eq!(a[&2], "lamp");
+    }
+
+    #[test]
+    fn a_suffixed_slug_that_meets_a_plain_one_suffixes_that_too() {
+        let s = assign([(5u32, "Kitchen"), (7, "Kitchen"), (9, "Kitchen 5")], &[]);
+        assert_eq!(s[&5], "kitchen-5");
+        assert_eq!(s[&7], "kitchen-7");
+        assert_eq!(s[&9], "kitchen-5-9");
+        let all: BTreeSet<_> = s.values().collect();
+        assert_eq!(all.len(), 3);
+    }
+
+    #[test]
+    fn empty_slugs_become_the_id_and_still_collide_safely() {
+        let s = assign([(5u32, "?"), (7, "5")], &[]);
+        assert_eq!(s[&5], "5-5");
+        assert_eq!(s[&7], "5-7");
+    }
+
+    #[test]
+    fn bridge_is_reserved_for_networks() {
+        let s = assign([("abc1".to_string(), "Bridge"), ("ff".to_string(), "Home")], &["bridge"]);
+        assert_eq!(s["abc1"], "bridge-abc1");
+        assert_eq!(s["ff"], "home");
+    }
+
+    #[test]
+    fn command_topics_are_recognised() {
+        let l = Layout::new("casambi");
+        assert!(l.is_command("casambi/home/set"));
+        assert!(l.is_command("casambi/home/unit/lamp/set"));
+        assert!(l.is_command("casambi/home/unit/lamp/set/brightness"));
+        assert!(l.is_command("casambi/home/group/kitchen/set"));
+        assert!(l.is_command("casambi/home/scene/evening/set"));
+        assert!(!l.is_command("casambi/home/unit/lamp"));
+        assert!(!l.is_command("other/home/set"));
+    }
+}

@@ -1,0 +1,412 @@
+//! Shared helpers of the integration tests: a real mosquitto broker started on a free port, the
+//! simulator's demo site as bridge views, an MQTT test client, and golden-file comparison.
+#![allow(dead_code)]
+
+use casambi2mqtt::bridge::state::{Connection, NetworkView, Topology};
+use casambi2mqtt::bridge::update::Update;
+use casambi2mqtt::cloud::model::{Fixture, NetworkState};
+use casambi2mqtt::mqtt::{self, CommandMessage, Config, DiscoveryMode, Protocol, Tuning};
+use casambi2mqtt::sim::Simulator;
+use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+// ---------------------------------------------------------------------------------------------
+// Mosquitto
+// ---------------------------------------------------------------------------------------------
+
+/// A mosquitto broker run by the test in the foreground on a free loopback port; killed on drop.
+pub struct Mosquitto {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+/// Finds the mosquitto binary in PATH or the usual sbin directories. A missing broker fails the
+/// test: these tests must run, not silently pass.
+fn mosquitto_binary() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let candidates = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin", "/opt/homebrew/sbin"].iter().map(PathBuf::from))
+        .map(|d| d.join("mosquitto"));
+    for c in candidates {
+        if c.is_file() {
+            return c;
+        }
+    }
+    panic!(
+        "mosquitto not found in PATH or /usr/sbin: the MQTT integration tests need a real broker \
+         (Debian/Ubuntu: apt-get install -y mosquitto)"
+    );
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
+impl Mosquitto {
+    /// Starts a broker on a free port and waits until it accepts connections.
+    pub fn start() -> Mosquitto {
+        let mut m = Mosquitto {
+            child: None,
+            port: free_port(),
+            dir: tempfile::tempdir().expect("temp dir"),
+            bin: mosquitto_binary(),
+        };
+        m.spawn();
+        m
+    }
+
+    fn spawn(&mut self) {
+        let conf = self.dir.path().join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n",
+                self.port
+            ),
+        )
+        .expect("write mosquitto.conf");
+        let log = std::fs::File::create(self.dir.path().join("mosquitto.log")).expect("log file");
+        let child = Command::new(&self.bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.bin.display()));
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!("mosquitto exited with {status}: {}", self.log());
+            }
+            assert!(Instant::now() < deadline, "mosquitto did not start listening: {}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The broker's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
+    }
+
+    /// The broker's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `mqtt://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the broker (retained messages are lost: persistence is off).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kills the broker and starts a fresh one on the same port.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+}
+
+impl Drop for Mosquitto {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The demo site as bridge views
+// ---------------------------------------------------------------------------------------------
+
+/// The demo site's network ids (Home first).
+pub fn demo_network_ids(sim: &Simulator) -> Vec<String> {
+    let world = sim.shared().world();
+    let mut ids: Vec<String> = world.networks.keys().cloned().collect();
+    // Home first, as in the site file.
+    ids.sort_by_key(|id| !world.networks[id].def.name.eq("Home"));
+    ids
+}
+
+/// A fixture of the simulator's catalogue as `GET /v1/fixtures/{id}` returns it.
+fn fixture(sim: &Simulator, id: u32) -> Option<Fixture> {
+    let world = sim.shared().world();
+    let f = world.fixtures.get(&i64::from(id))?;
+    let json =
+        serde_json::json!({"id": f.id, "type": f.kind, "vendor": f.vendor, "model": f.model, "controls": f.controls});
+    Some(serde_json::from_value(json).expect("fixture parses"))
+}
+
+/// Applies the simulator's current truth of `network` to `view` (as the bridge core does after
+/// `GET /state`), with the fixtures of its units; returns the topology change.
+pub fn refresh_view(sim: &Simulator, network: &str, view: &mut NetworkView) -> Topology {
+    let json = sim.network_state(network).expect("network exists");
+    let state: NetworkState = serde_json::from_value(json).expect("state parses");
+    let delta = view.apply_snapshot(state);
+    let fixtures =
+        view.fixture_ids().into_iter().filter_map(|id| fixture(sim, id).map(|f| (id, Arc::new(f)))).collect();
+    view.set_fixtures(fixtures);
+    view.set_connection(Connection::Live);
+    delta.topology
+}
+
+/// A fresh view of `network` from the simulator.
+pub fn view_of(sim: &Simulator, network: &str) -> NetworkView {
+    let mut view = NetworkView::new(network);
+    refresh_view(sim, network, &mut view);
+    view
+}
+
+/// The `Update::Network` of a view.
+pub fn network_update(view: &NetworkView, topology: Topology) -> Update {
+    Update::Network { view: Arc::new(view.clone()), topology }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bridge's MQTT side
+// ---------------------------------------------------------------------------------------------
+
+/// A running MQTT publisher fed by the test.
+pub struct Bridge {
+    pub updates: mpsc::Sender<Update>,
+    pub commands: mpsc::Receiver<CommandMessage>,
+    pub shutdown: CancellationToken,
+    pub task: tokio::task::JoinHandle<Result<(), mqtt::MqttError>>,
+}
+
+/// The configuration used by the tests.
+pub fn config(url: &str, mode: DiscoveryMode, protocol: Protocol) -> Config {
+    let mut c = Config::default();
+    c.mqtt.url = url.to_string();
+    c.mqtt.protocol = protocol;
+    c.mqtt.client_id = format!("casambi2mqtt-test-{}", std::process::id());
+    c.homeassistant.discovery = mode;
+    c
+}
+
+/// Short timings for tests.
+pub fn tuning() -> Tuning {
+    Tuning {
+        scan: Duration::from_millis(500),
+        birth_delay_min: Duration::from_millis(100),
+        birth_delay_max: Duration::from_millis(300),
+        shutdown_grace: Duration::from_secs(2),
+    }
+}
+
+/// Starts the publisher.
+pub fn start_bridge(config: Config) -> Bridge {
+    let (utx, urx) = mpsc::channel(64);
+    let (ctx, crx) = mpsc::channel(64);
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(mqtt::run_with(config, tuning(), urx, ctx, shutdown.clone()));
+    Bridge { updates: utx, commands: crx, shutdown, task }
+}
+
+impl Bridge {
+    /// Stops cleanly and waits.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let r = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+        r.expect("bridge stops in time").expect("task ok").expect("run ok");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Test MQTT client
+// ---------------------------------------------------------------------------------------------
+
+/// A message seen by a [`Watcher`].
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub topic: String,
+    pub payload: String,
+    pub retain: bool,
+}
+
+/// A subscriber recording everything it receives.
+pub struct Watcher {
+    pub client: AsyncClient,
+    rx: mpsc::UnboundedReceiver<Seen>,
+    pub seen: Vec<Seen>,
+}
+
+static WATCHER_IDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl Watcher {
+    /// Connects to `port` and subscribes to `filter`; returns once subscribed.
+    pub async fn start(port: u16, filter: &str) -> Watcher {
+        let n = WATCHER_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut o = MqttOptions::new(format!("test-watch-{}-{n}", std::process::id()), "127.0.0.1", port);
+        o.set_max_packet_size(1024 * 1024, 1024 * 1024);
+        o.set_keep_alive(Duration::from_secs(30));
+        let (client, mut el) = AsyncClient::new(o, 256);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (sub_tx, sub_rx) = tokio::sync::oneshot::channel();
+        let filter_owned = filter.to_string();
+        let c2 = client.clone();
+        tokio::spawn(async move {
+            let mut sub_tx = Some(sub_tx);
+            loop {
+                match el.poll().await {
+                    Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                        let _ = c2.subscribe(filter_owned.clone(), QoS::AtLeastOnce).await;
+                    }
+                    Ok(Event::Incoming(Packet::SubAck(_))) => {
+                        if let Some(t) = sub_tx.take() {
+                            let _ = t.send(());
+                        }
+                    }
+                    Ok(Event::Incoming(Packet::Publish(p))) => {
+                        let seen = Seen {
+                            topic: p.topic.clone(),
+                            payload: String::from_utf8_lossy(&p.payload).into_owned(),
+                            retain: p.retain,
+                        };
+                        if tx.send(seen).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(10), sub_rx).await.expect("watcher subscribed").expect("suback");
+        Watcher { client, rx, seen: Vec::new() }
+    }
+
+    /// Collects messages until none arrived for `quiet` (or `max` passed); returns the new ones.
+    pub async fn settle(&mut self, quiet: Duration, max: Duration) -> Vec<Seen> {
+        let deadline = tokio::time::Instant::now() + max;
+        let mut new = Vec::new();
+        loop {
+            let wait = quiet.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            match tokio::time::timeout(wait, self.rx.recv()).await {
+                Ok(Some(s)) => new.push(s),
+                _ => break,
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+        }
+        self.seen.extend(new.iter().cloned());
+        new
+    }
+
+    /// Waits until a message matching `f` arrives (panics after `max`).
+    pub async fn wait_for(&mut self, max: Duration, f: impl Fn(&Seen) -> bool) -> Seen {
+        let deadline = tokio::time::Instant::now() + max;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match tokio::time::timeout(left, self.rx.recv()).await {
+                Ok(Some(s)) => {
+                    self.seen.push(s.clone());
+                    if f(&s) {
+                        return s;
+                    }
+                }
+                _ => panic!("expected message did not arrive within {max:?}"),
+            }
+        }
+    }
+
+    /// Publishes from the watcher's connection.
+    pub async fn publish(&self, topic: &str, payload: &str, retain: bool) {
+        self.client.publish(topic, QoS::AtLeastOnce, retain, payload.as_bytes().to_vec()).await.expect("publish");
+    }
+}
+
+/// Every retained message on the broker (topic → payload), read by a fresh subscriber to `#`.
+pub async fn retained(port: u16) -> BTreeMap<String, String> {
+    let mut w = Watcher::start(port, "#").await;
+    let seen = w.settle(Duration::from_millis(400), Duration::from_secs(10)).await;
+    let _ = w.client.disconnect().await;
+    seen.into_iter().filter(|s| s.retain).map(|s| (s.topic, s.payload)).collect()
+}
+
+/// Polls the broker's retained set until `f` holds (panics after `max` with the last set).
+pub async fn retained_until(
+    port: u16,
+    max: Duration,
+    f: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> BTreeMap<String, String> {
+    let deadline = Instant::now() + max;
+    loop {
+        let r = retained(port).await;
+        if f(&r) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "retained state never matched; last:\n{}", render_golden(&r));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden files
+// ---------------------------------------------------------------------------------------------
+
+/// The retained set as `topic<TAB>payload` lines, sorted, with what changes between runs masked
+/// (`started_at` of bridge/info, and the crate version).
+pub fn render_golden(retained: &BTreeMap<String, String>) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut out = String::new();
+    for (topic, payload) in retained {
+        let mut p = payload.replace(&format!("\"sw_version\":\"{version}\""), "\"sw_version\":\"<version>\"");
+        p = p.replace(&format!("\"version\":\"{version}\""), "\"version\":\"<version>\"");
+        if topic.ends_with("/bridge/info")
+            && let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&p)
+        {
+            v["started_at"] = serde_json::json!("<started_at>");
+            p = v.to_string();
+        }
+        out.push_str(topic);
+        out.push('\t');
+        out.push_str(&p);
+        out.push('\n');
+    }
+    out
+}
+
+/// Compares `actual` with the golden file `tests/golden/<name>`; `UPDATE_GOLDEN=1` rewrites it.
+pub fn check_golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing golden file {}; run with UPDATE_GOLDEN=1 and review it", path.display()));
+    if expected != actual {
+        let exp: Vec<&str> = expected.lines().collect();
+        let act: Vec<&str> = actual.lines().collect();
+        let mut diff = String::new();
+        for l in &exp {
+            if !act.contains(l) {
+                diff.push_str(&format!("- {l}\n"));
+            }
+        }
+        for l in &act {
+            if !exp.contains(l) {
+                diff.push_str(&format!("+ {l}\n"));
+            }
+        }
+        panic!("{} differs from the output (UPDATE_GOLDEN=1 rewrites it):\n{diff}", path.display());
+    }
+}

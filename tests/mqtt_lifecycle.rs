@@ -1,0 +1,210 @@
+//! The publisher's behaviour over time against a real mosquitto: broker restart, Home
+//! Assistant's birth message, removed and renamed units, retained commands, stale configs of an
+//! earlier run, and the last will.
+
+mod common;
+
+use casambi2mqtt::mqtt::{DiscoveryMode, Protocol};
+use casambi2mqtt::sim::site::Site;
+use casambi2mqtt::sim::{SimConfig, Simulator};
+use common::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const SETTLE: Duration = Duration::from_secs(15);
+
+struct Rig {
+    broker: Mosquitto,
+    sim: Simulator,
+    bridge: Bridge,
+    home: String,
+}
+
+/// Broker + simulator + bridge with the demo site published.
+async fn rig_with(broker: Mosquitto) -> (Rig, BTreeMap<String, String>) {
+    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    let ids = demo_network_ids(&sim);
+    for id in &ids {
+        let view = view_of(&sim, id);
+        bridge.updates.send(network_update(&view, Default::default())).await.unwrap();
+    }
+    let r = retained_until(broker.port(), SETTLE, |r| {
+        r.contains_key("casambi/office/unit/window-lux/availability")
+            && r.contains_key("casambi/home/scene/night-light")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = r.into_iter().chain(retained(broker.port()).await).collect();
+    (Rig { broker, sim, bridge, home: ids[0].clone() }, r)
+}
+
+async fn rig() -> (Rig, BTreeMap<String, String>) {
+    rig_with(Mosquitto::start()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_restart_gets_everything_back() {
+    let (mut rig, before) = rig().await;
+    rig.broker.restart();
+    let empty = retained(rig.broker.port()).await;
+    assert!(empty.len() < before.len(), "the restarted broker starts empty");
+    let after = retained_until(rig.broker.port(), Duration::from_secs(20), |r| r.len() >= before.len()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after2 = retained(rig.broker.port()).await;
+    assert_eq!(render_golden(&after2), render_golden(&before), "retained state after the restart differs");
+    assert_eq!(after.get("casambi/bridge/state").map(String::as_str), Some("online"));
+    rig.bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn home_assistant_birth_republishes_discovery_availability_and_state() {
+    let (rig, before) = rig().await;
+    let mut w = Watcher::start(rig.broker.port(), "#").await;
+    w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    w.publish("homeassistant/status", "online", false).await;
+    let again = w.settle(Duration::from_millis(800), Duration::from_secs(10)).await;
+    let topics: std::collections::BTreeSet<&str> =
+        again.iter().filter(|s| !s.retain).map(|s| s.topic.as_str()).collect();
+    for t in [
+        "homeassistant/device/casambi2mqtt_bridge_casambi/config",
+        "casambi/bridge/state",
+        "casambi/home/unit/kitchen-ceiling",
+        "casambi/home/unit/kitchen-ceiling/availability",
+    ] {
+        assert!(topics.contains(t), "{t} not republished after the birth message");
+    }
+    let configs = before.keys().filter(|t| t.ends_with("/config")).count();
+    assert_eq!(again.iter().filter(|s| s.topic.ends_with("/config")).count(), configs, "every config once");
+    // Discovery before state: the first republished message is a config.
+    let first = again.iter().find(|s| s.topic == "casambi/home/unit/kitchen-ceiling").map(|s| s.topic.clone());
+    let first_idx = again.iter().position(|s| Some(&s.topic) == first.as_ref()).unwrap();
+    let cfg_idx =
+        again.iter().position(|s| s.topic.ends_with("d0c0ffee0001/config") && s.topic.contains("7bd1f2a6")).unwrap();
+    assert!(cfg_idx < first_idx, "config must come before state");
+    rig.bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_and_renamed_things_lose_every_retained_topic() {
+    let (rig, before) = rig().await;
+    let home = rig.home.clone();
+    let garden_cfg = "homeassistant/device/casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b_d0c0ffee0005/config";
+    assert!(before.contains_key(garden_cfg));
+    assert!(before.contains_key("casambi/home/unit/garden-lux/illuminance"));
+    {
+        let mut world = rig.sim.shared().world();
+        world.remove_unit(&home, 5).unwrap();
+        world.rename(&home, "unit", 1, "Kitchen main").unwrap();
+        world.rename(&home, "scene", 2, "Cooking time").unwrap();
+        world.rename(&home, "group", 2, "Lounge").unwrap();
+    }
+    // The core refetches the network after `networkUpdated` and sends the new full view.
+    let view = view_of(&rig.sim, &home);
+    rig.bridge.updates.send(network_update(&view, Default::default())).await.unwrap();
+
+    let after = retained_until(rig.broker.port(), SETTLE, |r| {
+        r.contains_key("casambi/home/unit/kitchen-main/state") && !r.contains_key(garden_cfg)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after: BTreeMap<String, String> = retained(rig.broker.port()).await.into_iter().chain(after).collect();
+    for gone in [
+        "casambi/home/unit/garden-lux",
+        "casambi/home/unit/kitchen-ceiling",
+        "casambi/home/scene/cooking",
+        "casambi/home/group/living-room",
+    ] {
+        let left: Vec<&String> = after.keys().filter(|t| *t == gone || t.starts_with(&format!("{gone}/"))).collect();
+        assert!(left.is_empty(), "topics of {gone} left behind: {left:?}");
+    }
+    assert!(!after.contains_key(garden_cfg), "discovery of the removed unit left behind");
+    for present in [
+        "casambi/home/unit/kitchen-main",
+        "casambi/home/unit/kitchen-main/availability",
+        "casambi/home/scene/cooking-time",
+        "casambi/home/group/lounge",
+    ] {
+        assert!(after.contains_key(present), "{present} missing");
+    }
+    // The renamed unit keeps its config topic (identity), now pointing at the new topics.
+    let cfg = &after["homeassistant/device/casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b_d0c0ffee0001/config"];
+    assert!(cfg.contains("casambi/home/unit/kitchen-main/set"), "{cfg}");
+    let net_cfg = &after["homeassistant/device/casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b/config"];
+    assert!(net_cfg.contains("\"Cooking time\"") && net_cfg.contains("casambi/home/group/lounge"), "{net_cfg}");
+    rig.bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retained_command_is_ignored_and_cleared_while_live_ones_pass() {
+    let broker = Mosquitto::start();
+    // A stray retained command waiting on the broker before the bridge starts.
+    let w = Watcher::start(broker.port(), "nothing/#").await;
+    w.publish("casambi/home/unit/kitchen-ceiling/set", "ON", true).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (mut rig, _) = rig_with(broker).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rig.bridge.commands.try_recv().is_err(), "a retained command must not be forwarded");
+    let r = retained(rig.broker.port()).await;
+    assert!(!r.keys().any(|t| t.ends_with("/set")), "the stray retained command is cleared");
+
+    w.publish("casambi/home/unit/kitchen-ceiling/set", "{\"state\":\"OFF\"}", false).await;
+    w.publish("casambi/home/set", "{\"dim_level\":0.5}", false).await;
+    let a = tokio::time::timeout(Duration::from_secs(5), rig.bridge.commands.recv()).await.unwrap().unwrap();
+    assert_eq!(a.topic, "casambi/home/unit/kitchen-ceiling/set");
+    assert_eq!(a.payload, b"{\"state\":\"OFF\"}");
+    let b = tokio::time::timeout(Duration::from_secs(5), rig.bridge.commands.recv()).await.unwrap().unwrap();
+    assert_eq!(b.topic, "casambi/home/set");
+    rig.bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_configs_and_topics_of_an_earlier_run_are_removed() {
+    let broker = Mosquitto::start();
+    let w = Watcher::start(broker.port(), "nothing/#").await;
+    let home_key = "7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b";
+    let ghost_cfg = format!("homeassistant/device/casambi2mqtt_{home_key}_deadbeef0000/config");
+    let ghost_payload = r#"{"origin":{"name":"casambi2mqtt"},"device":{"identifiers":["x"]},"cmps":{"light":{"p":"light","unique_id":"x","state_topic":"casambi/home/unit/ghost","command_topic":"casambi/home/unit/ghost/set"}}}"#;
+    let old_component = format!("homeassistant/light/casambi2mqtt_{home_key}_d0c0ffee0001_light/config");
+    let old_component_payload = r#"{"origin":{"name":"casambi2mqtt"},"unique_id":"y","state_topic":"casambi/home/unit/kitchen-ceiling","command_topic":"casambi/home/unit/kitchen-ceiling/set"}"#;
+    let unknown_net_cfg = "homeassistant/device/casambi2mqtt_0123456789abcdef_d0c0ffee0001/config";
+    let unknown_net_payload = r#"{"origin":{"name":"casambi2mqtt"},"cmps":{"light":{"p":"light","unique_id":"z","state_topic":"casambi/elsewhere/unit/a"}}}"#;
+    let foreign_cfg = "homeassistant/device/zigbee_lamp/config";
+    let foreign_payload = r#"{"origin":{"name":"zigbee2mqtt"},"cmps":{"light":{"p":"light","unique_id":"q","state_topic":"zigbee2mqtt/lamp"}}}"#;
+    for (t, p) in [
+        (ghost_cfg.as_str(), ghost_payload),
+        (old_component.as_str(), old_component_payload),
+        (unknown_net_cfg, unknown_net_payload),
+        (foreign_cfg, foreign_payload),
+        ("casambi/home/unit/ghost", "{}"),
+        ("casambi/home/unit/ghost/state", "ON"),
+        ("casambi/elsewhere/unit/a", "{}"),
+    ] {
+        w.publish(t, p, true).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (rig, _) = rig_with(broker).await;
+    let r = retained_until(rig.broker.port(), SETTLE, |r| {
+        !r.contains_key(&ghost_cfg) && !r.contains_key("casambi/home/unit/ghost")
+    })
+    .await;
+    assert!(!r.contains_key(&old_component), "the old per-component config of a live unit is stale in device mode");
+    assert!(!r.contains_key("casambi/home/unit/ghost/state"));
+    assert!(r.contains_key(unknown_net_cfg), "configs of networks not (yet) loaded are kept");
+    assert!(r.contains_key("casambi/elsewhere/unit/a"), "topics of networks not (yet) loaded are kept");
+    assert!(r.contains_key(foreign_cfg), "other integrations' configs are never touched");
+    assert!(r.contains_key("casambi/home/unit/kitchen-ceiling"));
+    rig.bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_will_marks_the_bridge_offline_when_it_dies() {
+    let (rig, before) = rig().await;
+    assert_eq!(before.get("casambi/bridge/state").map(String::as_str), Some("online"));
+    rig.bridge.task.abort();
+    let r = retained_until(rig.broker.port(), Duration::from_secs(10), |r| {
+        r.get("casambi/bridge/state").map(String::as_str) == Some("offline")
+    })
+    .await;
+    assert!(r.contains_key("casambi/home/unit/kitchen-ceiling"), "state stays retained");
+}

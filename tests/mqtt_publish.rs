@@ -1,0 +1,132 @@
+//! The retained topic tree and discovery for the simulator's demo site, against a real
+//! mosquitto: compared with reviewed golden files, in both discovery layouts and both protocol
+//! versions; no duplicate retained messages; events and problems non-retained.
+
+mod common;
+
+use casambi2mqtt::bridge::state::{Topology, UnitEvent};
+use casambi2mqtt::bridge::update::Update;
+use casambi2mqtt::mqtt::{DiscoveryMode, Protocol};
+use casambi2mqtt::sim::site::Site;
+use casambi2mqtt::sim::{SimConfig, Simulator};
+use common::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Starts broker, simulator and bridge, feeds every demo network, and waits until the retained
+/// set is complete (both networks' discovery and state present).
+async fn demo(mode: DiscoveryMode, protocol: Protocol) -> (Mosquitto, Simulator, Bridge, BTreeMap<String, String>) {
+    let broker = Mosquitto::start();
+    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let bridge = start_bridge(config(&broker.url(), mode, protocol));
+    for id in demo_network_ids(&sim) {
+        let view = view_of(&sim, &id);
+        bridge.updates.send(network_update(&view, Topology::default())).await.unwrap();
+    }
+    let r = retained_until(broker.port(), Duration::from_secs(15), |r| {
+        r.contains_key("casambi/office/unit/window-lux") && r.contains_key("casambi/home/scene/night-light")
+    })
+    .await;
+    // Let the rest settle, then read the final set.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r2 = retained(broker.port()).await;
+    assert!(r2.len() >= r.len());
+    (broker, sim, bridge, r2)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_site_device_discovery_matches_golden() {
+    let (broker, _sim, bridge, r) = demo(DiscoveryMode::Device, Protocol::V5).await;
+    check_golden("demo_device.txt", &render_golden(&r));
+    bridge.stop().await;
+    let after = retained(broker.port()).await;
+    assert_eq!(after.get("casambi/bridge/state").map(String::as_str), Some("offline"), "clean shutdown says offline");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_site_component_discovery_over_mqtt311_matches_golden() {
+    let (_broker, _sim, bridge, r) = demo(DiscoveryMode::Component, Protocol::V311).await;
+    check_golden("demo_component.txt", &render_golden(&r));
+    assert!(!r.keys().any(|t| t.starts_with("homeassistant/device/")), "no device configs in component mode");
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_state_is_not_republished_and_changes_are_minimal() {
+    let (broker, sim, bridge, _) = demo(DiscoveryMode::Device, Protocol::V5).await;
+    let mut w = Watcher::start(broker.port(), "#").await;
+    w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    let home = demo_network_ids(&sim)[0].clone();
+
+    // The same full view again: nothing to publish.
+    let view = view_of(&sim, &home);
+    bridge.updates.send(network_update(&view, Topology::default())).await.unwrap();
+    let again = w.settle(Duration::from_millis(700), Duration::from_secs(5)).await;
+    assert!(again.is_empty(), "identical state republished: {again:?}");
+
+    // One unit dims: its JSON, its brightness, its group's JSON and nothing else.
+    sim.shared().world().control_unit(&home, 1, &serde_json::json!({"Dimmer": {"value": 0.2}})).unwrap();
+    let view = view_of(&sim, &home);
+    let unit = view.units[&1].clone();
+    bridge.updates.send(Update::Unit { network: home.as_str().into(), unit }).await.unwrap();
+    let changed = w.settle(Duration::from_millis(700), Duration::from_secs(5)).await;
+    let topics: Vec<&str> = changed.iter().map(|s| s.topic.as_str()).collect();
+    assert!(topics.contains(&"casambi/home/unit/kitchen-ceiling"), "{topics:?}");
+    assert!(topics.contains(&"casambi/home/unit/kitchen-ceiling/brightness"), "{topics:?}");
+    assert!(topics.contains(&"casambi/home/group/kitchen"), "{topics:?}");
+    assert!(!topics.iter().any(|t| t.starts_with("homeassistant/")), "no discovery for a state change: {topics:?}");
+    assert!(!topics.contains(&"casambi/home/unit/kitchen-ceiling/state"), "state did not change: {topics:?}");
+    let mut unique = topics.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), topics.len(), "a topic was published twice: {topics:?}");
+    let bri = changed.iter().find(|s| s.topic == "casambi/home/unit/kitchen-ceiling/brightness").unwrap();
+    assert_eq!(bri.payload, "51");
+    bridge.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_and_problems_are_not_retained() {
+    let (broker, sim, bridge, _) = demo(DiscoveryMode::Device, Protocol::V5).await;
+    let home = demo_network_ids(&sim)[0].clone();
+    let mut w = Watcher::start(broker.port(), "casambi/#").await;
+    w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    let at = chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.678Z").unwrap().to_utc();
+    bridge
+        .updates
+        .send(Update::Event { network: home.as_str().into(), unit: 4, event: UnitEvent::Occupancy(true), at })
+        .await
+        .unwrap();
+    let ev = w.wait_for(Duration::from_secs(5), |s| s.topic == "casambi/home/unit/hallway-presence/event").await;
+    assert!(!ev.retain);
+    let v: serde_json::Value = serde_json::from_str(&ev.payload).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"type": "occupancy", "value": true, "unit": 4, "time": "2026-01-02T03:04:05.678Z"})
+    );
+
+    bridge
+        .updates
+        .send(Update::Event { network: home.as_str().into(), unit: 6, event: UnitEvent::Switch(vec![]), at })
+        .await
+        .unwrap();
+    let ev = w.wait_for(Duration::from_secs(5), |s| s.topic == "casambi/home/unit/entrance-switch/event").await;
+    let v: serde_json::Value = serde_json::from_str(&ev.payload).unwrap();
+    assert_eq!(v["type"], "switch");
+    assert_eq!(v["unit"], 6);
+
+    bridge
+        .updates
+        .send(Update::Problem { network: Some(home.as_str().into()), message: "gateway went away".into() })
+        .await
+        .unwrap();
+    let err = w.wait_for(Duration::from_secs(5), |s| s.topic == "casambi/bridge/error").await;
+    assert!(!err.retain);
+    let v: serde_json::Value = serde_json::from_str(&err.payload).unwrap();
+    assert_eq!(v["reason"], "gateway went away");
+    assert_eq!(v["topic"], "casambi/home");
+
+    let r = retained(broker.port()).await;
+    assert!(!r.keys().any(|t| t.ends_with("/event") || t.ends_with("/error")), "events must not be retained");
+    bridge.stop().await;
+}
