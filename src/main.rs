@@ -53,6 +53,9 @@ struct SimArgs {
     /// Send WebSocket frames as text instead of binary.
     #[arg(long)]
     text_frames: bool,
+    /// Print the site as a YAML site file and exit (a complete example to edit).
+    #[arg(long)]
+    print_site: bool,
 }
 
 fn main() -> ExitCode {
@@ -94,6 +97,10 @@ async fn run_sim(args: SimArgs) -> anyhow::Result<()> {
         }
         (None, None) => Site::demo(),
     };
+    if args.print_site {
+        print!("{}", serde_yaml::to_string(&site).context("cannot write the site as YAML")?);
+        return Ok(());
+    }
     if !(args.activity.is_finite() && args.activity >= 0.0) {
         anyhow::bail!("--activity must be a rate of zero or more events per second");
     }
