@@ -5,6 +5,11 @@
 //! `ARCHITECTURE.md` for the map of the modules.
 
 pub mod bridge;
+#[cfg(feature = "embedded-broker")]
+pub mod broker;
 pub mod cloud;
+pub mod commands;
+pub mod config;
+pub mod health;
 pub mod mqtt;
 pub mod sim;

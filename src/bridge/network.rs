@@ -232,6 +232,14 @@ impl Supervisor {
     }
 
     async fn on_message(&self, run: &mut Run, msg: ServerMessage) {
+        if matches!(
+            msg,
+            ServerMessage::UnitChanged { .. }
+                | ServerMessage::PeerChanged { .. }
+                | ServerMessage::NetworkUpdated { .. }
+        ) {
+            crate::health::metrics::metrics().events_received.inc();
+        }
         match msg {
             ServerMessage::UnitChanged { unit, .. } => {
                 let id = unit.id;
@@ -289,6 +297,8 @@ impl Supervisor {
         let first = run.view.status.revision.is_none() && run.view.units.is_empty();
         let config = if with_config { Some(self.with_session(|s| self.rest_network(s)).await?) } else { None };
         let state = self.with_session(|s| self.rest_state(s)).await?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        crate::health::metrics::metrics().last_resync.set(now.as_secs_f64());
         let before_status = run.view.status.clone();
         let mut topology = Topology::default();
         if let Some(config) = &config {

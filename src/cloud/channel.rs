@@ -215,6 +215,7 @@ async fn run(config: ChannelConfig, mut commands: mpsc::UnboundedReceiver<Comman
                     return;
                 }
                 tracing::warn!(reason = %reason, "event channel lost; reconnecting");
+                crate::health::metrics::metrics().reconnect("websocket");
             }
             Err(reason) => {
                 ch.all_down(&reason).await;

@@ -426,6 +426,11 @@ impl Publisher {
 
     /// Clears the start-up candidates whose scope is known now and that nothing wants.
     async fn judge_candidates(&mut self) {
+        // While disconnected nothing can be cleared: judge everything again after the next
+        // connection.
+        if !self.connected {
+            return;
+        }
         let Some(candidates) = self.candidates.take() else { return };
         let mut keep = Vec::new();
         let mut stale = Vec::new();
@@ -442,17 +447,12 @@ impl Publisher {
             }
         }
         self.candidates = Some(keep);
-        if !stale.is_empty() && self.connected {
+        if !stale.is_empty() {
             tracing::info!(count = stale.len(), "clearing retained topics left by an earlier run");
-            for topic in stale {
-                tracing::debug!(%topic, "clearing stale retained topic");
-                let _ = self.client.publish(&topic, b"", true).await;
-            }
-        } else if !stale.is_empty() {
-            // Not connected: judge them again later.
-            if let Some(c) = self.candidates.as_mut() {
-                c.extend(stale.into_iter().map(|topic| Candidate { topic, scope: Scope::Bridge }));
-            }
+        }
+        for topic in stale {
+            tracing::debug!(%topic, "clearing stale retained topic");
+            let _ = self.client.publish(&topic, b"", true).await;
         }
     }
 }

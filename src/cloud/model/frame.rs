@@ -5,18 +5,19 @@
 //! carries `wireStatus` and no `method`; the reply to `ping` is `{"response":"pong"}`.
 //!
 //! Parsing is on the hot path (thousands of `unitChanged` per second on big sites). A frame is
-//! read in at most two passes over its bytes, both straight into typed structs: a first pass reads
-//! only the small routing fields (`method`, `wire`, `wireStatus`, …) and skips the rest without
-//! building anything; for `unitChanged` a second pass reads the [`UnitState`]. No intermediate
-//! `serde_json::Value` of the frame is built.
+//! read in one pass straight into a typed struct holding the routing fields (`method`, `wire`,
+//! `wireStatus`, …) and the unit-state fields; no intermediate `serde_json::Value` of the frame is
+//! built, and routing-field strings are borrowed from the frame.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::IgnoredAny;
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
+use super::control::{self, Control};
 use super::{UnitState, de};
 
 /// A message from the server on the WebSocket channel.
@@ -163,25 +164,93 @@ pub enum FrameError {
     Unrecognized,
 }
 
-/// The routing fields of a frame, read in the first pass; everything else is skipped.
+/// Every field any server frame carries: the routing fields plus the fields of [`UnitState`].
+///
+/// One pass over the frame fills it, whatever the message kind; `unitChanged` (the common case)
+/// then moves the unit fields into a [`UnitState`] without reading the bytes again. The unit fields
+/// mirror `UnitState` field for field (the test `unit_changed_carries_every_unit_state_field`
+/// fails when they drift apart).
 #[derive(Deserialize)]
-struct Head<'a> {
+#[serde(rename_all = "camelCase")]
+struct Frame<'a> {
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "de::lenient_int_opt")]
     wire: Option<u32>,
-    #[serde(borrow, default, rename = "wireStatus")]
+    #[serde(borrow, default)]
     wire_status: Option<Cow<'a, str>>,
     #[serde(borrow, default, rename = "ref")]
     ref_: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     response: Option<Cow<'a, str>>,
     #[serde(default)]
+    message: Option<Value>,
+    // -- the fields of UnitState --
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    id: Option<u32>,
+    #[serde(default)]
+    address: Option<Box<str>>,
+    #[serde(default)]
+    name: Option<Box<str>>,
+    #[serde(default)]
+    image: Option<Box<str>>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    position: Option<i32>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    fixture_id: Option<u32>,
+    #[serde(default)]
+    firmware_version: Option<Box<str>>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    group_id: Option<u32>,
+    #[serde(default, rename = "type")]
+    unit_type: Option<Box<str>>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    priority: Option<i64>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    scene: Option<i64>,
+    #[serde(default)]
+    on: Option<bool>,
+    #[serde(default)]
     online: Option<bool>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    condition: Option<i64>,
     #[serde(default)]
-    message: Option<serde_json::Value>,
+    status: Option<Box<str>>,
+    #[serde(default, deserialize_with = "de::lenient_int_opt")]
+    active_scene_id: Option<u32>,
+    #[serde(default, deserialize_with = "control::controls_opt")]
+    controls: Option<Vec<Control>>,
     #[serde(default)]
-    id: Option<IgnoredAny>,
+    dim_level: Option<f64>,
+    #[serde(default)]
+    details: Option<Value>,
+}
+
+impl Frame<'_> {
+    /// Moves the unit fields into a [`UnitState`] with the given id.
+    fn into_unit(self, id: u32) -> UnitState {
+        UnitState {
+            id,
+            address: self.address,
+            name: self.name,
+            image: self.image,
+            position: self.position,
+            fixture_id: self.fixture_id,
+            firmware_version: self.firmware_version,
+            group_id: self.group_id,
+            unit_type: self.unit_type,
+            priority: self.priority,
+            scene: self.scene,
+            on: self.on,
+            online: self.online,
+            condition: self.condition,
+            status: self.status,
+            active_scene_id: self.active_scene_id,
+            controls: self.controls,
+            dim_level: self.dim_level,
+            details: self.details,
+        }
+    }
 }
 
 /// Parses one WebSocket frame (binary or text payload) into a [`ServerMessage`].
@@ -189,43 +258,42 @@ struct Head<'a> {
 /// Never panics; anything unusable is a [`FrameError`]. Unknown methods are not errors
 /// ([`ServerMessage::Unknown`]).
 pub fn parse_frame(bytes: &[u8]) -> Result<ServerMessage, FrameError> {
-    let head: Head<'_> = serde_json::from_slice(bytes)?;
-    if let Some(method) = head.method.as_deref() {
-        let need_wire = |method: &'static str| head.wire.ok_or(FrameError::MissingField { method, field: "wire" });
-        return Ok(match method {
+    let mut frame: Frame<'_> = serde_json::from_slice(bytes)?;
+    let wire = frame.wire;
+    let need_wire = |method: &'static str| wire.ok_or(FrameError::MissingField { method, field: "wire" });
+    if let Some(method) = frame.method.take() {
+        return Ok(match &*method {
             "unitChanged" => {
                 let wire = need_wire("unitChanged")?;
-                if head.id.is_none() {
-                    return Err(FrameError::MissingField { method: "unitChanged", field: "id" });
-                }
-                ServerMessage::UnitChanged { wire, unit: serde_json::from_slice(bytes)? }
+                let id = frame.id.ok_or(FrameError::MissingField { method: "unitChanged", field: "id" })?;
+                ServerMessage::UnitChanged { wire, unit: frame.into_unit(id) }
             }
             "peerChanged" => {
                 let wire = need_wire("peerChanged")?;
-                let online = head.online.ok_or(FrameError::MissingField { method: "peerChanged", field: "online" })?;
+                let online = frame.online.ok_or(FrameError::MissingField { method: "peerChanged", field: "online" })?;
                 ServerMessage::PeerChanged { wire, online }
             }
             "networkUpdated" => ServerMessage::NetworkUpdated { wire: need_wire("networkUpdated")? },
             "networkLog" => ServerMessage::NetworkLog {
-                wire: head.wire,
-                message: head.message.map(|m| match m {
-                    serde_json::Value::String(s) => s.into_boxed_str(),
+                wire,
+                message: frame.message.map(|m| match m {
+                    Value::String(s) => s.into_boxed_str(),
                     other => other.to_string().into_boxed_str(),
                 }),
             },
-            other => ServerMessage::Unknown { method: other.into(), wire: head.wire },
+            other => ServerMessage::Unknown { method: other.into(), wire },
         });
     }
-    if let Some(status) = head.wire_status.as_deref() {
+    if let Some(status) = frame.wire_status.as_deref() {
         return Ok(ServerMessage::WireStatus {
             status: WireStatusKind::parse(status),
-            ref_: head.ref_.map(|r| r.into()),
-            wire: head.wire,
+            ref_: frame.ref_.map(|r| r.into()),
+            wire,
         });
     }
-    match head.response.as_deref() {
+    match frame.response.as_deref() {
         Some("pong") => Ok(ServerMessage::Pong),
-        Some(other) => Ok(ServerMessage::Response { response: other.into(), wire: head.wire }),
+        Some(other) => Ok(ServerMessage::Response { response: other.into(), wire }),
         None => Err(FrameError::Unrecognized),
     }
 }

@@ -363,6 +363,37 @@ fn server_messages_round_trip_through_json() {
 }
 
 #[test]
+fn unit_changed_carries_every_unit_state_field() {
+    // Every field set (no `..Default::default()`: a new UnitState field must be added here, and
+    // then to the frame parser, or this fails to compile / to compare).
+    let unit = UnitState {
+        id: 9,
+        address: Some("aabbccddeeff".into()),
+        name: Some("Desk".into()),
+        image: Some("img".into()),
+        position: Some(3),
+        fixture_id: Some(1001),
+        firmware_version: Some("32.10".into()),
+        group_id: Some(2),
+        unit_type: Some("Luminaire".into()),
+        priority: Some(3),
+        scene: Some(1),
+        on: Some(true),
+        online: Some(true),
+        condition: Some(128),
+        status: Some("ok".into()),
+        active_scene_id: Some(5),
+        controls: Some(vec![Control::Other(json!({"type":"Mystery","v":1}))]),
+        dim_level: Some(0.25),
+        details: Some(json!({"OEM":"Casambi"})),
+    };
+    let text = ServerMessage::UnitChanged { wire: 1, unit: unit.clone() }.to_json().unwrap();
+    assert_eq!(parse_frame(text.as_bytes()).unwrap(), ServerMessage::UnitChanged { wire: 1, unit: unit.clone() });
+    // The REST path parses the same object to the same value.
+    assert_eq!(serde_json::from_str::<UnitState>(&text).unwrap(), unit);
+}
+
+#[test]
 fn client_messages_serialise_exactly() {
     let open = ClientMessage::open("net1", Secret::new("s3cr3t__"), "ref-1", 1);
     assert_eq!(
@@ -462,6 +493,17 @@ fn frame_throughput() {
         let _ = serde_json::from_slice::<UnitState>(std::hint::black_box(bytes));
     }
     println!("  unit pass: {:.0} frames/s", n as f64 / start.elapsed().as_secs_f64());
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        let _ = serde_json::from_slice::<Value>(std::hint::black_box(bytes));
+    }
+    println!("  as Value (reference): {:.0} frames/s", n as f64 / start.elapsed().as_secs_f64());
+    let controls = br#"[{"name":"dimmer0","type":"Dimmer","value":0.66},{"name":"vertical","type":"Vertical","value":0.87},{"min":2700,"max":4000,"level":0.115,"name":"temperature","type":"CCT","value":2850.0}]"#;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        let _ = serde_json::from_slice::<Vec<Control>>(std::hint::black_box(controls));
+    }
+    println!("  controls only: {:.0} /s", n as f64 / start.elapsed().as_secs_f64());
 }
 
 #[test]

@@ -1,0 +1,225 @@
+//! From the file form of each section to the typed settings the layers use, checking everything
+//! that would only fail later (at connect time, or silently): URL schemes, header names, zero
+//! durations and limits, missing or conflicting secrets, addresses, log filters.
+//!
+//! Each function records every problem it finds in the [`Reader`] and returns `None` when there
+//! was at least one, so one run reports all problems of a section.
+
+use super::error::{Detail, Problem};
+use super::file::{CloudFile, HealthFile, LogFile, MAX_WIRE_PING_INTERVAL, NetworkFile};
+use super::reader::Reader;
+use super::secrets;
+use super::{HealthSettings, LogSettings};
+use crate::bridge::{CloudSettings, CredentialSettings};
+use crate::mqtt::client::redact_url;
+use crate::mqtt::settings::{Config as MqttConfig, HaSettings, MqttSettings, OutputSettings, SettingsError};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+use url::Url;
+
+/// Checks `cloud:` and builds [`CloudSettings`].
+pub(crate) fn cloud(reader: &mut Reader, c: CloudFile) -> Option<CloudSettings> {
+    let before = reader.problems.len();
+    let base_url = url(reader, "cloud.base_url", &c.base_url, &["http", "https"]);
+    // The channel takes the URL as text; it is only checked here.
+    url(reader, "cloud.ws_url", &c.ws_url, &["ws", "wss"]);
+    header_name(reader, "cloud.key_header", &c.key_header);
+    header_name(reader, "cloud.session_header", &c.session_header);
+    if c.key_header.eq_ignore_ascii_case(&c.session_header) {
+        reader.push(Problem::invalid("cloud.session_header", "must differ from cloud.key_header"));
+    }
+    positive_duration(reader, "cloud.poll_interval", c.poll_interval);
+    positive_duration(reader, "cloud.resync_interval", c.resync_interval);
+    if c.wire_ping_interval.is_zero() || c.wire_ping_interval > MAX_WIRE_PING_INTERVAL {
+        reader.push(Problem::invalid(
+            "cloud.wire_ping_interval",
+            format!(
+                "must be more than 0s and at most {}, got {}",
+                humantime::format_duration(MAX_WIRE_PING_INTERVAL),
+                humantime::format_duration(c.wire_ping_interval)
+            ),
+        ));
+    }
+    at_least_one(reader, "cloud.max_requests_per_minute", c.max_requests_per_minute as usize);
+    at_least_one(reader, "cloud.max_concurrent_requests", c.max_concurrent_requests);
+    let api_key = secrets::resolve(reader, "cloud.api_key", c.api_key, c.api_key_file.as_deref(), true);
+    if let Some(key) = &api_key
+        && http::HeaderValue::from_str(key.expose()).is_err()
+    {
+        let key_name = if c.api_key_file.is_some() { "cloud.api_key_file" } else { "cloud.api_key" };
+        reader.push(Problem::invalid(key_name, "the API key contains characters an HTTP header cannot carry"));
+    }
+    if reader.problems.len() > before {
+        return None;
+    }
+    Some(CloudSettings {
+        base_url: base_url?,
+        ws_url: c.ws_url,
+        api_key: api_key?,
+        key_header: c.key_header,
+        session_header: c.session_header,
+        poll_interval: c.poll_interval,
+        resync_interval: c.resync_interval,
+        max_requests_per_minute: c.max_requests_per_minute,
+        max_concurrent_requests: c.max_concurrent_requests,
+        wire_ping_interval: c.wire_ping_interval,
+    })
+}
+
+/// Checks `networks:` and builds one [`CredentialSettings`] per entry.
+pub(crate) fn networks(reader: &mut Reader, entries: Vec<NetworkFile>) -> Option<Vec<CredentialSettings>> {
+    if entries.is_empty() {
+        reader.push(Problem::invalid(
+            "networks",
+            "at least one entry is required (the email and password of a network's admin)",
+        ));
+        return None;
+    }
+    let before = reader.problems.len();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.into_iter().enumerate() {
+        let prefix = format!("networks[{i}]");
+        let email = entry.email.trim().to_string();
+        if email.is_empty() {
+            reader.push(Problem::new(format!("{prefix}.email"), Detail::Required { alternative: None }));
+        }
+        let password = secrets::resolve(
+            reader,
+            &format!("{prefix}.password"),
+            entry.password,
+            entry.password_file.as_deref(),
+            true,
+        );
+        let ids = entry.ids.unwrap_or_default();
+        for (j, id) in ids.iter().enumerate() {
+            let key = format!("{prefix}.ids[{j}]");
+            if id.trim().is_empty() {
+                reader.push(Problem::invalid(key, "must not be empty"));
+            } else if let Some(first) = seen.get(id) {
+                reader.push(Problem::invalid(key, format!("network id {id:?} is already listed in networks[{first}]")));
+            } else {
+                seen.insert(id.clone(), i);
+            }
+        }
+        if let Some(password) = password {
+            out.push(CredentialSettings { email, password, ids });
+        }
+    }
+    (reader.problems.len() == before).then_some(out)
+}
+
+/// Resolves `mqtt.password_file`, then runs the MQTT layer's own checks.
+///
+/// The password is read here (one trailing newline dropped, like every secret file) and
+/// `password_file` is cleared, so the MQTT layer does not read it a second time.
+pub(crate) fn mqtt(
+    reader: &mut Reader,
+    mut mqtt: MqttSettings,
+    homeassistant: HaSettings,
+    output: OutputSettings,
+) -> Option<MqttConfig> {
+    let before = reader.problems.len();
+    let password =
+        secrets::resolve(reader, "mqtt.password", Some(mqtt.password.clone()), mqtt.password_file.as_deref(), false);
+    if let Some(password) = password {
+        mqtt.password = password;
+        mqtt.password_file = None;
+    }
+    if let Some(ca) = &mqtt.ca_file
+        && let Err(e) = std::fs::metadata(ca)
+    {
+        reader.push(Problem::invalid(
+            "mqtt.ca_file",
+            format!("cannot read {}: {}", ca.display(), secrets::io_reason(&e)),
+        ));
+    }
+    let config = MqttConfig { mqtt, homeassistant, output };
+    match config.validate() {
+        Ok(()) => {}
+        Err(SettingsError::Invalid { key, reason }) => reader.push(Problem::invalid(key, reason)),
+        Err(SettingsError::File { key, path, source }) => reader
+            .push(Problem::invalid(key, format!("cannot read {}: {}", path.display(), secrets::io_reason(&source)))),
+    }
+    (reader.problems.len() == before).then_some(config)
+}
+
+/// Checks `health:`; an empty or null `listen` turns the endpoint off.
+pub(crate) fn health(reader: &mut Reader, h: HealthFile) -> Option<HealthSettings> {
+    let listen = h.listen.as_deref().map(str::trim).unwrap_or("");
+    if listen.is_empty() {
+        return Some(HealthSettings { listen: None });
+    }
+    match listen.parse::<SocketAddr>() {
+        Ok(addr) => Some(HealthSettings { listen: Some(addr) }),
+        Err(_) => {
+            reader.push(Problem::invalid(
+                "health.listen",
+                format!("expected IP:PORT (like 127.0.0.1:8099 or 0.0.0.0:8099), or \"\" for off, got {listen:?}"),
+            ));
+            None
+        }
+    }
+}
+
+/// The level names `log.level` takes besides a full `RUST_LOG`-style filter.
+const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+
+/// Checks `log:`: a level name, or a filter with targets (`info,casambi2mqtt=debug`).
+pub(crate) fn log(reader: &mut Reader, l: LogFile) -> Option<LogSettings> {
+    let level = l.level.trim().to_string();
+    let is_filter = level.contains(['=', ',', '[']);
+    let ok = if is_filter {
+        tracing_subscriber::EnvFilter::try_new(&level).is_ok()
+    } else {
+        LEVELS.iter().any(|name| name.eq_ignore_ascii_case(&level))
+    };
+    if !ok {
+        reader.push(Problem::invalid(
+            "log.level",
+            format!("expected one of {} or a filter like info,casambi2mqtt=debug, got {level:?}", LEVELS.join(", ")),
+        ));
+        return None;
+    }
+    Some(LogSettings { level, format: l.format })
+}
+
+/// Parses a URL and checks its scheme and host.
+fn url(reader: &mut Reader, key: &str, text: &str, schemes: &[&str]) -> Option<Url> {
+    let shown = redact_url(text);
+    let wanted = schemes.iter().map(|s| format!("{s}://")).collect::<Vec<_>>().join(" or ");
+    let wrong = || format!("expected a URL starting with {wanted}, got {shown:?}");
+    match Url::parse(text) {
+        Err(e) => {
+            reader.push(Problem::invalid(key, format!("invalid URL {shown:?}: {e}")));
+            None
+        }
+        Ok(url) if !schemes.contains(&url.scheme()) || url.host_str().is_none_or(str::is_empty) => {
+            reader.push(Problem::invalid(key, wrong()));
+            None
+        }
+        Ok(url) => Some(url),
+    }
+}
+
+/// Checks that a header name is one HTTP allows.
+fn header_name(reader: &mut Reader, key: &str, name: &str) {
+    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        reader.push(Problem::invalid(key, format!("{name:?} is not a valid HTTP header name")));
+    }
+}
+
+/// A zero interval would mean a busy loop.
+fn positive_duration(reader: &mut Reader, key: &str, value: Duration) {
+    if value.is_zero() {
+        reader.push(Problem::invalid(key, "must be more than 0s"));
+    }
+}
+
+/// A zero limit would mean no requests at all.
+fn at_least_one(reader: &mut Reader, key: &str, value: usize) {
+    if value == 0 {
+        reader.push(Problem::invalid(key, "must be at least 1, got 0"));
+    }
+}

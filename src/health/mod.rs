@@ -1,0 +1,200 @@
+//! `/healthz` and `/metrics` on `health.listen`, for container health checks and Prometheus.
+//!
+//! Health is derived from what the bridge reports: the MQTT link (set by the publisher's client)
+//! and every network's connection (observed from the update stream). `/healthz` answers 200 only
+//! while MQTT is connected and every network is `live` or `polling`; otherwise 503, and the JSON
+//! body always says why.
+
+pub mod metrics;
+
+use crate::bridge::state::Connection;
+use crate::bridge::update::Update;
+use crate::cloud::rest::{Outcome, RequestStats};
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use metrics::{ConnectionLabels, RestLabels, metrics};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// How many recent problems `/healthz` shows.
+const PROBLEMS_KEPT: usize = 20;
+
+/// One network as `/healthz` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetworkHealth {
+    /// Network name.
+    pub name: String,
+    /// `live`, `polling` or `down`.
+    pub connection: Connection,
+    /// Whether the gateway is online.
+    pub gateway_online: bool,
+}
+
+/// What the health endpoints report; shared by the bridge's parts.
+#[derive(Debug, Default)]
+pub struct HealthState {
+    mqtt_connected: AtomicBool,
+    networks: Mutex<BTreeMap<String, NetworkHealth>>,
+    problems: Mutex<Vec<String>>,
+    rest: Mutex<Option<Arc<RequestStats>>>,
+}
+
+/// The `/healthz` body.
+#[derive(Debug, Clone, Serialize)]
+pub struct HealthReport {
+    /// `ok` or `unhealthy`.
+    pub status: &'static str,
+    /// Why not healthy (empty when healthy).
+    pub reasons: Vec<String>,
+    /// MQTT connected.
+    pub mqtt_connected: bool,
+    /// Networks by id.
+    pub networks: BTreeMap<String, NetworkHealth>,
+    /// Recent problems (rejected credentials, refused commands, …).
+    pub problems: Vec<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl HealthState {
+    /// A fresh state: MQTT not connected, no networks.
+    pub fn new() -> Arc<HealthState> {
+        Arc::new(HealthState::default())
+    }
+
+    /// Records whether MQTT is connected.
+    pub fn set_mqtt_connected(&self, connected: bool) {
+        self.mqtt_connected.store(connected, Ordering::Relaxed);
+    }
+
+    /// Gives `/metrics` the REST client's counters.
+    pub fn set_rest_stats(&self, stats: Arc<RequestStats>) {
+        *lock(&self.rest) = Some(stats);
+    }
+
+    /// Takes note of an update on its way to the publisher.
+    pub fn observe(&self, update: &Update) {
+        match update {
+            Update::Network { view, .. } => self.note_status(&view.status),
+            Update::Status { status, .. } => self.note_status(status),
+            Update::Problem { message, .. } => {
+                let mut problems = lock(&self.problems);
+                problems.push(message.clone());
+                let excess = problems.len().saturating_sub(PROBLEMS_KEPT);
+                problems.drain(..excess);
+            }
+            Update::Unit { .. } | Update::Event { .. } => {}
+        }
+    }
+
+    fn note_status(&self, status: &crate::bridge::state::NetworkStatus) {
+        lock(&self.networks).insert(
+            status.id.clone(),
+            NetworkHealth {
+                name: status.name.clone(),
+                connection: status.connection,
+                gateway_online: status.gateway_online,
+            },
+        );
+    }
+
+    /// The current report.
+    pub fn report(&self) -> HealthReport {
+        let mqtt_connected = self.mqtt_connected.load(Ordering::Relaxed);
+        let networks = lock(&self.networks).clone();
+        let mut reasons = Vec::new();
+        if !mqtt_connected {
+            reasons.push("MQTT is not connected".to_string());
+        }
+        if networks.is_empty() {
+            reasons.push("no network is bridged yet".to_string());
+        }
+        for (id, n) in &networks {
+            if n.connection == Connection::Down {
+                reasons.push(format!("network {} ({id}) is down: neither the wire nor REST works", n.name));
+            }
+        }
+        HealthReport {
+            status: if reasons.is_empty() { "ok" } else { "unhealthy" },
+            reasons,
+            mqtt_connected,
+            networks,
+            problems: lock(&self.problems).clone(),
+        }
+    }
+
+    /// Brings the scrape-time metrics up to date and renders them.
+    pub fn render_metrics(&self) -> String {
+        let m = metrics();
+        let mut counts = BTreeMap::new();
+        for n in lock(&self.networks).values() {
+            *counts.entry(n.connection.as_str()).or_insert(0i64) += 1;
+        }
+        for state in ["live", "polling", "down"] {
+            m.networks
+                .get_or_create(&ConnectionLabels { state: state.into() })
+                .set(counts.get(state).copied().unwrap_or(0));
+        }
+        if let Some(stats) = lock(&self.rest).clone() {
+            for c in stats.snapshot() {
+                let status = match c.outcome {
+                    Outcome::Status(code) => code.to_string(),
+                    Outcome::Transport => "transport".to_string(),
+                };
+                let labels = RestLabels { endpoint: c.endpoint.as_str().into(), status };
+                m.rest_requests.get_or_create(&labels).set(i64::try_from(c.count).unwrap_or(i64::MAX));
+            }
+        }
+        m.encode()
+    }
+}
+
+/// Serves `/healthz` and `/metrics` until `shutdown`.
+pub async fn serve(
+    listen: SocketAddr,
+    state: Arc<HealthState>,
+    shutdown: CancellationToken,
+) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    let app = Router::new().route("/healthz", get(healthz)).route("/metrics", get(metrics_text)).with_state(state);
+    tokio::spawn(async move {
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await });
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, "health endpoint stopped");
+        }
+    });
+    Ok(addr)
+}
+
+async fn healthz(State(state): State<Arc<HealthState>>) -> impl IntoResponse {
+    let report = state.report();
+    let code = if report.reasons.is_empty() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, axum::Json(report))
+}
+
+async fn metrics_text(State(state): State<Arc<HealthState>>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.render_metrics())
+}
+
+/// The `healthcheck` command: asks a running bridge's `/healthz`; `Ok` when healthy.
+pub async fn check(listen: SocketAddr) -> Result<(), String> {
+    let url = format!("http://{listen}/healthz");
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let response = client.get(&url).send().await.map_err(|e| format!("{url}: {e}"))?;
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    if status.is_success() { Ok(()) } else { Err(format!("{url}: {status}: {body}")) }
+}
