@@ -4,9 +4,11 @@
 //! The binary (`src/main.rs`) is a thin command-line shell over this library; see
 //! `ARCHITECTURE.md` for the map of the modules.
 
+pub mod app;
 pub mod bridge;
 #[cfg(feature = "embedded-broker")]
 pub mod broker;
+pub mod check;
 pub mod cloud;
 pub mod commands;
 pub mod config;

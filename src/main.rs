@@ -1,6 +1,8 @@
 //! The `casambi2mqtt` command line: a thin shell over the library. Errors end here as `anyhow`
 //! with the exit codes of the contract (0 clean, 2 bad configuration, 1 other fatal error).
 
+mod cli;
+
 use anyhow::Context;
 use casambi2mqtt::sim::{SimConfig, Simulator, site::Site};
 use clap::{Args, Parser, Subcommand};
@@ -10,18 +12,30 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Bridge a lighting network cloud service to MQTT, with Home Assistant discovery.
+///
+/// Without a subcommand it runs the bridge with ./config.yaml (see `run --help`).
 #[derive(Debug, Parser)]
 #[command(version, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the bridge (the default): cloud → MQTT with Home Assistant discovery.
+    Run(cli::ConfigArgs),
+    /// Zero setup: the simulated cloud with the demo site, an embedded MQTT broker and the
+    /// bridge, in one process.
+    Demo(cli::DemoArgs),
     /// Run the simulated cloud service alone (for tests, benchmarks and trying flows without
     /// hardware). Serves REST and the WebSocket channel on one port.
     Sim(SimArgs),
+    /// Validate the configuration, log in, and list the networks, units, scenes, groups and
+    /// Home Assistant entities the bridge would create. Publishes nothing.
+    Check(cli::ConfigArgs),
+    /// Ask a running bridge's /healthz (for container health checks); exit 0 when healthy.
+    Healthcheck(cli::HealthcheckArgs),
 }
 
 #[derive(Debug, Args)]
@@ -60,7 +74,6 @@ struct SimArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -68,24 +81,25 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = runtime.block_on(async {
-        match cli.command {
-            Command::Sim(args) => run_sim(args).await,
+    let command = cli.command.unwrap_or(Command::Run(cli::ConfigArgs::default()));
+    runtime.block_on(async {
+        match command {
+            Command::Run(args) => cli::run(args).await,
+            Command::Demo(args) => cli::demo(args).await,
+            Command::Check(args) => cli::check(args).await,
+            Command::Healthcheck(args) => cli::healthcheck(args).await,
+            Command::Sim(args) => {
+                cli::init_logging("info", false);
+                match run_sim(args).await {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("error: {e:#}");
+                        ExitCode::from(1)
+                    }
+                }
+            }
         }
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    })
 }
 
 async fn run_sim(args: SimArgs) -> anyhow::Result<()> {
@@ -119,18 +133,7 @@ async fn run_sim(args: SimArgs) -> anyhow::Result<()> {
     println!("REST      {}", sim.base_url());
     println!("WebSocket {}", sim.ws_url());
     println!("API key demo-key; network login demo@example.com / demo; site login owner@example.com / demo");
-    shutdown_signal().await?;
+    cli::shutdown_signal().await?;
     sim.stop().await;
-    Ok(())
-}
-
-/// Waits for SIGINT (Ctrl-C) or SIGTERM (container stop).
-async fn shutdown_signal() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("cannot install the SIGTERM handler")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("cannot wait for Ctrl-C")?,
-        _ = term.recv() => {}
-    }
     Ok(())
 }

@@ -54,4 +54,14 @@ pub enum Update {
         /// What is wrong, in words (never containing a secret).
         message: String,
     },
+    /// A command from MQTT was refused (invalid, unsupported, or its network unreachable).
+    /// Published on `<base>/bridge/error` with the command's topic.
+    Rejected {
+        /// Network id, when the topic named a known network.
+        network: Option<Arc<str>>,
+        /// The command topic.
+        topic: String,
+        /// Why it was refused.
+        reason: String,
+    },
 }

@@ -27,11 +27,10 @@ use super::CloudError;
 /// `cloud.max_concurrent_requests`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuotaConfig {
-    /// Sustained requests per minute.
+    /// Most requests in any rolling minute (a hard limit, bursts included).
     pub max_requests_per_minute: NonZeroU32,
-    /// Requests allowed back to back before the per-minute pacing applies; `None` = the smaller
-    /// of 10 and the per-minute limit. In any 60 s window at most `burst + per_minute` requests go
-    /// out, so keep it small.
+    /// Requests allowed back to back (part of the minute's budget, not on top of it); `None` = a
+    /// sixth of the limit, between 1 and 10. The rest of the budget is spread evenly.
     pub burst: Option<NonZeroU32>,
     /// Requests in flight at the same time.
     pub max_concurrent_requests: usize,
@@ -69,9 +68,17 @@ pub struct QuotaPermit {
 impl QuotaGuard {
     /// Builds a guard with the given limits.
     pub fn new(config: &QuotaConfig) -> Self {
-        let per_minute = config.max_requests_per_minute;
-        let burst = config.burst.unwrap_or_else(|| per_minute.min(NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN)));
-        let quota = Quota::per_minute(per_minute).allow_burst(burst);
+        // A strict limit over ANY rolling minute: `burst` requests may go back to back, and the
+        // rest of the minute's budget is spread evenly, so burst + refills within 60 s never
+        // exceed `max_requests_per_minute` (a plain per-minute GCRA with a burst would allow
+        // burst + limit).
+        let per_minute = config.max_requests_per_minute.get();
+        let burst = config.burst.map_or_else(|| (per_minute / 6).clamp(1, 10), NonZeroU32::get).min(per_minute);
+        let sustained = per_minute.saturating_sub(burst).max(1);
+        let period = Duration::from_secs(60) / sustained;
+        let quota = Quota::with_period(period)
+            .unwrap_or_else(|| Quota::per_minute(NonZeroU32::MIN))
+            .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
         Self {
             limiter: RateLimiter::direct(quota),
             concurrency: Arc::new(Semaphore::new(config.max_concurrent_requests.max(1))),

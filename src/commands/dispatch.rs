@@ -54,14 +54,17 @@ pub struct Request {
 pub struct Rejection {
     /// The topic the command came on.
     pub topic: String,
+    /// The network id, when the command was resolved to one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
     /// Why it was refused.
     pub reason: String,
 }
 
 impl Rejection {
-    /// The JSON payload.
+    /// The JSON payload: `{"topic", "network" (when known), "reason"}`.
     pub fn to_json(&self) -> String {
-        serde_json::json!({"topic": self.topic, "reason": self.reason}).to_string()
+        serde_json::to_string(self).unwrap_or_default()
     }
 }
 
@@ -215,8 +218,8 @@ impl CommandDispatcher {
 
     /// Refuses a command visibly (also for the MQTT side's own refusals, such as a topic naming
     /// no known unit, so every refusal goes out the same way).
-    pub fn reject(&self, topic: &str, reason: &str) {
-        reject(&self.inner, topic, reason);
+    pub fn reject(&self, topic: &str, network: Option<&str>, reason: &str) {
+        reject(&self.inner, topic, network, reason);
     }
 
     /// Takes one command: parses and checks it now (a bad one is refused at once, on the
@@ -225,7 +228,7 @@ impl CommandDispatcher {
     pub fn submit(&self, request: Request) -> Result<(), CommandError> {
         let result = self.accept(&request);
         if let Err(e) = &result {
-            reject(&self.inner, &request.topic, &e.to_string());
+            reject(&self.inner, &request.topic, Some(&request.network), &e.to_string());
         }
         result
     }
@@ -276,9 +279,10 @@ impl CommandDispatcher {
     }
 }
 
-fn reject(inner: &Inner, topic: &str, reason: &str) {
-    tracing::warn!(%topic, %reason, "command refused");
-    let rejection = Rejection { topic: topic.to_string(), reason: reason.to_string() };
+fn reject(inner: &Inner, topic: &str, network: Option<&str>, reason: &str) {
+    tracing::warn!(%topic, network = network.unwrap_or(""), %reason, "command refused");
+    let rejection =
+        Rejection { topic: topic.to_string(), network: network.map(str::to_string), reason: reason.to_string() };
     if inner.rejections.try_send(rejection).is_err() {
         tracing::debug!(%topic, "rejection stream full or closed; logged only");
     }
@@ -322,7 +326,7 @@ async fn worker(inner: Arc<Inner>, key: QueueKey) {
             match attempt(&inner, &key, &item).await {
                 Ok(()) => break,
                 Err(Failure::Refused(e)) => {
-                    reject(&inner, &item.topic, &e.to_string());
+                    reject(&inner, &item.topic, Some(&key.0), &e.to_string());
                     break;
                 }
                 Err(Failure::WireDown(last)) => {
@@ -331,7 +335,7 @@ async fn worker(inner: Arc<Inner>, key: QueueKey) {
                         let network =
                             lock(&inner.known).network(&key.0).map_or_else(|| key.0.clone(), |n| n.name.clone());
                         let e = CommandError::WireDown { network, waited, last };
-                        reject(&inner, &item.topic, &e.to_string());
+                        reject(&inner, &item.topic, Some(&key.0), &e.to_string());
                         break;
                     }
                     tracing::debug!(network = %key.0, reason = %last, "wire down; retrying command");

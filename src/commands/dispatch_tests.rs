@@ -93,7 +93,7 @@ async fn a_flood_of_brightness_is_coalesced_and_the_last_value_wins() {
     settle().await;
     let sent = lock(&f.sent).clone();
     assert!(sent.len() <= 3, "{} messages: {sent:?}", sent.len());
-    assert_eq!(dimmer_values(&sent).last(), Some(&1.0 / 255.0 * 100.0).map(|_| &0.3922));
+    assert_eq!(dimmer_values(&sent).last(), Some(&0.3922), "brightness 100 wins");
     assert!(sent.iter().all(|m| m["method"] == "controlUnit" && m["wire"] == 7 && m["id"] == 1));
 }
 
@@ -144,8 +144,18 @@ async fn invalid_commands_are_refused_at_once_with_their_topic() {
     let err = f.dispatcher.submit(request(r#"{"brightness":300}"#)).unwrap_err();
     assert_eq!(err.to_string(), "brightness 300 outside 0..255");
     let r = f.rejections.try_recv().unwrap();
-    assert_eq!(r, Rejection { topic: TOPIC.into(), reason: "brightness 300 outside 0..255".into() });
-    assert_eq!(r.to_json(), r#"{"reason":"brightness 300 outside 0..255","topic":"casambi/home/unit/kitchen/set"}"#);
+    let want =
+        Rejection { topic: TOPIC.into(), network: Some(NET.into()), reason: "brightness 300 outside 0..255".into() };
+    assert_eq!(r, want);
+    assert_eq!(
+        r.to_json(),
+        r#"{"topic":"casambi/home/unit/kitchen/set","network":"n1","reason":"brightness 300 outside 0..255"}"#
+    );
+    f.dispatcher.reject("casambi/nowhere/set", None, "no such network");
+    assert_eq!(
+        f.rejections.try_recv().unwrap().to_json(),
+        r#"{"topic":"casambi/nowhere/set","reason":"no such network"}"#
+    );
     let err = f.dispatcher.submit(request(r#"{"color_temp":3000}"#)).unwrap_err();
     assert_eq!(err.to_string(), "unit Kitchen has no colour temperature control");
     let err = f.dispatcher.submit(Request { network: "nope".into(), ..request("ON") }).unwrap_err();

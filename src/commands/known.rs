@@ -139,7 +139,7 @@ impl Known {
             Update::Network { view, .. } => self.observe_view(view),
             Update::Status { status, .. } => self.observe_status(status),
             Update::Unit { network, unit } => self.observe_unit(network, unit.clone()),
-            Update::Event { .. } | Update::Problem { .. } => {}
+            Update::Event { .. } | Update::Problem { .. } | Update::Rejected { .. } => {}
         }
     }
 

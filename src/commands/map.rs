@@ -62,7 +62,7 @@ fn level_of(b: u8) -> f64 {
 }
 
 /// The unit of a key, or why it cannot take commands.
-fn unit<'a>(net: &'a NetworkInfo, id: u32) -> Result<&'a UnitInfo, CommandError> {
+fn unit(net: &NetworkInfo, id: u32) -> Result<&UnitInfo, CommandError> {
     let u = net.units.get(&id).ok_or_else(|| unknown("unit", id, net))?;
     if u.caps.is_light() { Ok(u) } else { Err(CommandError::NotALight(u.name.clone())) }
 }

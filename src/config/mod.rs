@@ -3,7 +3,7 @@
 //!
 //! Loading runs in three steps, each reporting problems by key:
 //! 1. the file is parsed into a YAML tree and the environment overrides are applied to that tree
-//!    ([`env`]), so the environment always wins;
+//!    (the `env` submodule), so the environment always wins;
 //! 2. each section is deserialised on its own (unknown keys, wrong types, bad durations);
 //! 3. `validate` checks what would only fail later (URLs, zero limits, secrets) and builds the
 //!    typed settings of the layers: [`CloudSettings`], [`CredentialSettings`], the MQTT layer's
@@ -34,7 +34,7 @@ pub use file::{
 
 use crate::bridge::{CloudSettings, CredentialSettings};
 use crate::mqtt::client::redact_url;
-use crate::mqtt::settings::{Config as MqttConfig, HaSettings, MqttSettings, OutputSettings};
+use crate::mqtt::settings::{Config as MqttConfig, DiscoveryMode, HaSettings, MqttSettings, OutputSettings, Protocol};
 use file::{CloudFile, HealthFile, LogFile, NetworkFile};
 use reader::Reader;
 use serde_yaml::Value;
@@ -218,16 +218,24 @@ impl Config {
         let open = self.networks.iter().filter(|n| n.ids.is_empty()).count();
         let c = &self.cloud;
         let ha = &self.homeassistant;
-        let discovery = if ha.enabled {
-            format!("on ({:?}, prefix {})", ha.discovery, ha.discovery_prefix).to_lowercase()
-        } else {
-            "off".to_string()
+        let discovery = match (ha.enabled, ha.discovery) {
+            (false, _) => "off".to_string(),
+            (true, DiscoveryMode::Device) => format!("on (device, prefix {})", ha.discovery_prefix),
+            (true, DiscoveryMode::Component) => format!("on (component, prefix {})", ha.discovery_prefix),
+        };
+        let protocol = match self.mqtt.protocol {
+            Protocol::V5 => "v5",
+            Protocol::V311 => "v3",
+        };
+        let format = match self.log.format {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
         };
         let health = self.health.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
         format!(
             "config {source}: cloud {} (ws {}), {} credentials entr{} ({ids} network ids, {open} open to all), \
-             poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({:?}, qos {}, base topic {}), \
-             discovery {discovery}, attribute topics {}; health {health}; log {} {:?}",
+             poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({protocol}, qos {}, base topic {}), \
+             discovery {discovery}, attribute topics {}; health {health}; log {} {format}",
             redact_url(c.base_url.as_str()),
             redact_url(&c.ws_url),
             self.networks.len(),
@@ -237,12 +245,10 @@ impl Config {
             c.max_requests_per_minute,
             c.max_concurrent_requests,
             redact_url(&self.mqtt.url),
-            self.mqtt.protocol,
             self.mqtt.qos,
             self.mqtt.base_topic,
             if self.output.attribute_topics { "on" } else { "off" },
             self.log.level,
-            self.log.format,
         )
     }
 }

@@ -59,6 +59,8 @@ pub struct Metrics {
     pub networks: Family<ConnectionLabels, Gauge>,
     /// Unix time of the last completed REST state refresh (resync or poll).
     pub last_resync: Gauge<f64, AtomicU64>,
+    /// 1 while the MQTT client is connected (the process has one MQTT connection).
+    pub mqtt_connected: Gauge,
 }
 
 impl Metrics {
@@ -86,6 +88,7 @@ impl Metrics {
             "Unix time of the last REST state refresh",
             self.last_resync.clone(),
         );
+        registry.register("mqtt_connected", "1 while connected to the MQTT broker", self.mqtt_connected.clone());
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
             tracing::warn!(error = %e, "cannot encode metrics");

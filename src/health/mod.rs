@@ -40,7 +40,9 @@ pub struct NetworkHealth {
 /// What the health endpoints report; shared by the bridge's parts.
 #[derive(Debug, Default)]
 pub struct HealthState {
+    /// Overrides the process-wide MQTT gauge when set (tests that run several bridges).
     mqtt_connected: AtomicBool,
+    mqtt_override: AtomicBool,
     networks: Mutex<BTreeMap<String, NetworkHealth>>,
     problems: Mutex<Vec<String>>,
     rest: Mutex<Option<Arc<RequestStats>>>,
@@ -71,9 +73,18 @@ impl HealthState {
         Arc::new(HealthState::default())
     }
 
-    /// Records whether MQTT is connected.
+    /// Records whether MQTT is connected, instead of reading the MQTT client's gauge.
     pub fn set_mqtt_connected(&self, connected: bool) {
+        self.mqtt_override.store(true, Ordering::Relaxed);
         self.mqtt_connected.store(connected, Ordering::Relaxed);
+    }
+
+    fn mqtt_is_connected(&self) -> bool {
+        if self.mqtt_override.load(Ordering::Relaxed) {
+            self.mqtt_connected.load(Ordering::Relaxed)
+        } else {
+            metrics().mqtt_connected.get() > 0
+        }
     }
 
     /// Gives `/metrics` the REST client's counters.
@@ -86,14 +97,20 @@ impl HealthState {
         match update {
             Update::Network { view, .. } => self.note_status(&view.status),
             Update::Status { status, .. } => self.note_status(status),
-            Update::Problem { message, .. } => {
-                let mut problems = lock(&self.problems);
-                problems.push(message.clone());
-                let excess = problems.len().saturating_sub(PROBLEMS_KEPT);
-                problems.drain(..excess);
+            Update::Problem { message, .. } => self.push_problem(message.clone()),
+            Update::Rejected { topic, reason, .. } => {
+                metrics().command("rejected");
+                self.push_problem(format!("command on {topic} rejected: {reason}"));
             }
             Update::Unit { .. } | Update::Event { .. } => {}
         }
+    }
+
+    fn push_problem(&self, message: String) {
+        let mut problems = lock(&self.problems);
+        problems.push(message);
+        let excess = problems.len().saturating_sub(PROBLEMS_KEPT);
+        problems.drain(..excess);
     }
 
     fn note_status(&self, status: &crate::bridge::state::NetworkStatus) {
@@ -109,7 +126,7 @@ impl HealthState {
 
     /// The current report.
     pub fn report(&self) -> HealthReport {
-        let mqtt_connected = self.mqtt_connected.load(Ordering::Relaxed);
+        let mqtt_connected = self.mqtt_is_connected();
         let networks = lock(&self.networks).clone();
         let mut reasons = Vec::new();
         if !mqtt_connected {

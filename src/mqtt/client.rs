@@ -285,7 +285,12 @@ impl Client {
             Inner::V3(c) => c.publish(topic, qos3(self.qos), retain, payload.to_vec()).await.is_ok(),
             Inner::V5(c) => c.publish(topic, qos5(self.qos), retain, payload.to_vec()).await.is_ok(),
         };
-        if ok { Ok(()) } else { Err(ClientError::Closed) }
+        if ok {
+            crate::health::metrics::metrics().messages_published.inc();
+            Ok(())
+        } else {
+            Err(ClientError::Closed)
+        }
     }
 
     /// Subscribes to `filters` at the configured QoS.
@@ -341,6 +346,7 @@ impl Backoff {
     fn connected(&mut self, tx: &mpsc::UnboundedSender<ClientEvent>) -> bool {
         self.next = BACKOFF_START;
         self.connected = true;
+        crate::health::metrics::metrics().mqtt_connected.set(1);
         tx.send(ClientEvent::Connected).is_ok()
     }
 
@@ -348,6 +354,8 @@ impl Backoff {
     async fn failed(&mut self, error: String, tx: &mpsc::UnboundedSender<ClientEvent>) -> bool {
         if std::mem::replace(&mut self.connected, false) {
             tracing::warn!(%error, "MQTT connection lost; reconnecting");
+            crate::health::metrics::metrics().mqtt_connected.set(0);
+            crate::health::metrics::metrics().reconnect("mqtt");
             if tx.send(ClientEvent::Disconnected).is_err() {
                 return false;
             }

@@ -7,7 +7,9 @@
 //! the clearing itself coming back) are never commands.
 
 use super::client::Message;
+use super::render::NetMirror;
 use super::topics::Layout;
+use std::collections::BTreeMap;
 
 /// A command as received: its topic and payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +18,57 @@ pub struct CommandMessage {
     pub topic: String,
     /// The payload bytes (JSON or a plain value).
     pub payload: Vec<u8>,
+}
+
+/// What a command topic names, resolved from slugs to ids with the publisher's own slug tables
+/// (so a command reaches exactly the thing whose topics it sits under).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandTarget {
+    /// `<base>/<net>/unit/<unit>/set` (`attr: None`) or `…/set/<attr>`.
+    Unit {
+        /// Unit id.
+        id: u32,
+        /// The attribute of `…/set/<attr>`.
+        attr: Option<String>,
+    },
+    /// `<base>/<net>/group/<group>/set`.
+    Group(u32),
+    /// `<base>/<net>/scene/<scene>/set`.
+    Scene(u32),
+    /// `<base>/<net>/set`.
+    Network,
+}
+
+/// A command resolved to its network and target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedCommand {
+    /// The message as received.
+    pub message: CommandMessage,
+    /// Network id.
+    pub network: String,
+    /// What the topic names.
+    pub target: CommandTarget,
+}
+
+/// Resolves a command topic against the networks the publisher knows; `None` when it names
+/// nothing that exists (a stale topic of a renamed unit, a typo).
+pub fn resolve(layout: &Layout, nets: &BTreeMap<String, NetMirror>, topic: &str) -> Option<(String, CommandTarget)> {
+    let rest = topic.strip_prefix(layout.base())?.strip_prefix('/')?;
+    let levels: Vec<&str> = rest.split('/').collect();
+    let first = *levels.first()?;
+    let net = nets.values().find(|m| m.slug == first)?;
+    let find = |slugs: &BTreeMap<u32, String>, slug: &str| slugs.iter().find(|(_, s)| *s == slug).map(|(id, _)| *id);
+    let target = match levels.as_slice() {
+        [_, "set"] => CommandTarget::Network,
+        [_, "unit", unit, "set"] => CommandTarget::Unit { id: find(&net.unit_slugs, unit)?, attr: None },
+        [_, "unit", unit, "set", attr] => {
+            CommandTarget::Unit { id: find(&net.unit_slugs, unit)?, attr: Some((*attr).to_string()) }
+        }
+        [_, "group", group, "set"] => CommandTarget::Group(find(&net.group_slugs, group)?),
+        [_, "scene", scene, "set"] => CommandTarget::Scene(find(&net.scene_slugs, scene)?),
+        _ => return None,
+    };
+    Some((net.view.status.id.clone(), target))
 }
 
 /// What to do with a message on a command topic.

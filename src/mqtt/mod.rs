@@ -27,7 +27,7 @@ pub mod unit_json;
 
 use crate::bridge::update::Update;
 use client::{Client, Will};
-pub use commands::CommandMessage;
+pub use commands::{CommandMessage, CommandTarget, ResolvedCommand};
 pub use publisher::Tuning;
 pub use settings::{Config, DiscoveryMode, HaSettings, MqttSettings, OutputSettings, Protocol, SettingsError};
 use tokio::sync::mpsc;
@@ -52,7 +52,7 @@ pub enum MqttError {
 pub async fn run(
     config: Config,
     updates: mpsc::Receiver<Update>,
-    commands: mpsc::Sender<CommandMessage>,
+    commands: mpsc::Sender<ResolvedCommand>,
     shutdown: CancellationToken,
 ) -> Result<(), MqttError> {
     run_with(config, Tuning::default(), updates, commands, shutdown).await
@@ -63,7 +63,7 @@ pub async fn run_with(
     config: Config,
     tuning: Tuning,
     updates: mpsc::Receiver<Update>,
-    commands: mpsc::Sender<CommandMessage>,
+    commands: mpsc::Sender<ResolvedCommand>,
     shutdown: CancellationToken,
 ) -> Result<(), MqttError> {
     config.validate()?;

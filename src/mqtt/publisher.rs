@@ -10,7 +10,7 @@
 //! the current truth instead of a stale queue.
 
 use super::client::{Client, ClientEvent, Message};
-use super::commands::{self, CommandMessage, Intake};
+use super::commands::{self, Intake, ResolvedCommand};
 use super::discovery::{self, Discovery};
 use super::gc::{self, Candidate, Scope};
 use super::render::{NetMirror, Owner, Renderer};
@@ -61,7 +61,7 @@ pub(crate) struct Publisher {
     nets: BTreeMap<String, NetMirror>,
     connected: bool,
     started_at: DateTime<Utc>,
-    commands: mpsc::Sender<CommandMessage>,
+    commands: mpsc::Sender<ResolvedCommand>,
     /// Retained topics of earlier runs still to be judged (`None` until the scan is done).
     candidates: Option<Vec<Candidate>>,
     tuning: Tuning,
@@ -72,7 +72,7 @@ impl Publisher {
     pub(crate) fn new(
         config: Config,
         client: Client,
-        commands: mpsc::Sender<CommandMessage>,
+        commands: mpsc::Sender<ResolvedCommand>,
         tuning: Tuning,
     ) -> Publisher {
         let layout = Layout::new(&config.mqtt.base_topic);
@@ -218,11 +218,19 @@ impl Publisher {
             return;
         }
         match commands::classify(&self.renderer.layout, &m) {
-            Intake::Forward(cmd) => {
-                if let Err(e) = self.commands.try_send(cmd) {
-                    tracing::warn!(topic = %m.topic, error = %e, "command dropped");
+            Intake::Forward(message) => match commands::resolve(&self.renderer.layout, &self.nets, &message.topic) {
+                Some((network, target)) => {
+                    if let Err(e) = self.commands.try_send(ResolvedCommand { message, network, target }) {
+                        tracing::warn!(topic = %m.topic, error = %e, "command dropped");
+                    }
                 }
-            }
+                None => {
+                    let reason = "no network, unit, group or scene has this command topic";
+                    tracing::warn!(topic = %m.topic, reason, "command rejected");
+                    let error = serde_json::json!({"topic": m.topic, "reason": reason});
+                    self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+                }
+            },
             Intake::Retained => {
                 tracing::warn!(topic = %m.topic, "ignoring a retained command (a replay); clearing it from the broker");
                 if self.connected {
@@ -291,6 +299,15 @@ impl Publisher {
                     "topic": topic,
                     "network": network.as_deref(),
                     "reason": message,
+                    "time": Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+                });
+                self.publish_transient(&self.renderer.layout.bridge_error(), payload).await;
+            }
+            Update::Rejected { network, topic, reason } => {
+                let payload = json!({
+                    "topic": topic,
+                    "network": network.as_deref(),
+                    "reason": reason,
                     "time": Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
                 });
                 self.publish_transient(&self.renderer.layout.bridge_error(), payload).await;

@@ -5,7 +5,7 @@
 use casambi2mqtt::bridge::state::{Connection, NetworkView, Topology};
 use casambi2mqtt::bridge::update::Update;
 use casambi2mqtt::cloud::model::{Fixture, NetworkState};
-use casambi2mqtt::mqtt::{self, CommandMessage, Config, DiscoveryMode, Protocol, Tuning};
+use casambi2mqtt::mqtt::{self, Config, DiscoveryMode, Protocol, ResolvedCommand, Tuning};
 use casambi2mqtt::sim::Simulator;
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use std::collections::BTreeMap;
@@ -185,7 +185,7 @@ pub fn network_update(view: &NetworkView, topology: Topology) -> Update {
 /// A running MQTT publisher fed by the test.
 pub struct Bridge {
     pub updates: mpsc::Sender<Update>,
-    pub commands: mpsc::Receiver<CommandMessage>,
+    pub commands: mpsc::Receiver<ResolvedCommand>,
     pub shutdown: CancellationToken,
     pub task: tokio::task::JoinHandle<Result<(), mqtt::MqttError>>,
 }

@@ -482,28 +482,12 @@ fn frame_throughput() {
     assert_eq!(ok, 3 * n);
     println!("parse_frame(unitChanged, {} bytes): {:.0} frames/s", bytes.len(), n as f64 / secs);
 
-    // Where the time goes: a validating skip of the frame, and the typed unit pass alone.
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        let _ = serde_json::from_slice::<serde::de::IgnoredAny>(std::hint::black_box(bytes));
-    }
-    println!("  skip pass: {:.0} frames/s", n as f64 / start.elapsed().as_secs_f64());
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        let _ = serde_json::from_slice::<UnitState>(std::hint::black_box(bytes));
-    }
-    println!("  unit pass: {:.0} frames/s", n as f64 / start.elapsed().as_secs_f64());
+    // Reference: the same frame parsed into an untyped `Value` (what the typed parser avoids).
     let start = std::time::Instant::now();
     for _ in 0..n {
         let _ = serde_json::from_slice::<Value>(std::hint::black_box(bytes));
     }
     println!("  as Value (reference): {:.0} frames/s", n as f64 / start.elapsed().as_secs_f64());
-    let controls = br#"[{"name":"dimmer0","type":"Dimmer","value":0.66},{"name":"vertical","type":"Vertical","value":0.87},{"min":2700,"max":4000,"level":0.115,"name":"temperature","type":"CCT","value":2850.0}]"#;
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        let _ = serde_json::from_slice::<Vec<Control>>(std::hint::black_box(controls));
-    }
-    println!("  controls only: {:.0} /s", n as f64 / start.elapsed().as_secs_f64());
 }
 
 #[test]

@@ -1,0 +1,182 @@
+//! The running bridge: wires the layers together for `casambi2mqtt run` and `demo`.
+//!
+//! ```text
+//! Bridge (cloud → updates) ──► tee (health, commands' view) ──► MQTT publisher ──► broker
+//!        ▲                                                            │
+//!        └──────── CommandDispatcher ◄──── resolved `…/set` commands ◄┘
+//! ```
+//!
+//! Shutdown (SIGTERM/SIGINT) cancels one token: the wires are closed, the publisher publishes
+//! `offline` (retained) and disconnects, and [`run`] returns within a bounded time.
+
+use crate::bridge::network::Timing;
+use crate::bridge::update::Update;
+use crate::bridge::{Bridge, CredentialState};
+use crate::commands::{CommandDispatcher, DispatchConfig, Request, Target};
+use crate::config::Config;
+use crate::health::{self, HealthState};
+use crate::mqtt::{self, CommandTarget, ResolvedCommand};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Updates in flight between the core and the publisher. Bounded: a slow broker slows the
+/// core down (and with it the reading of the socket) instead of growing memory.
+const UPDATE_QUEUE: usize = 4096;
+/// How long shutdown may take before the tasks are abandoned (the contract allows 5 s).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(4);
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Shut down on request.
+    Stopped,
+    /// Every credentials entry was rejected for good (exit code 2); the reasons.
+    AllRejected(Vec<String>),
+}
+
+/// Why the bridge could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The cloud settings cannot work.
+    #[error("cloud settings: {0}")]
+    Cloud(#[from] crate::bridge::runner::StartError),
+    /// The MQTT settings cannot work.
+    #[error("MQTT settings: {0}")]
+    Mqtt(#[from] mqtt::MqttError),
+    /// The health endpoint could not listen.
+    #[error("health endpoint on {addr}: {source}")]
+    Health {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Handles of a started bridge, for callers that need them (tests, the demo).
+#[derive(Debug, Clone)]
+pub struct Running {
+    /// The bridge core.
+    pub bridge: Bridge,
+    /// Health state.
+    pub health: Arc<HealthState>,
+    /// Where `/healthz` listens, when enabled.
+    pub health_addr: Option<SocketAddr>,
+}
+
+/// Runs the bridge until `shutdown` is cancelled or every credentials entry is rejected.
+/// `started` receives the handles once everything is up.
+pub async fn run(
+    config: Config,
+    shutdown: CancellationToken,
+    started: Option<tokio::sync::oneshot::Sender<Running>>,
+) -> Result<Outcome, AppError> {
+    let health = HealthState::new();
+    let inner = CancellationToken::new();
+    let health_addr = match config.health.listen {
+        Some(addr) => Some(
+            health::serve(addr, health.clone(), inner.clone())
+                .await
+                .map_err(|source| AppError::Health { addr, source })?,
+        ),
+        None => None,
+    };
+
+    let timing = Timing {
+        poll_interval: config.cloud.poll_interval,
+        resync_interval: config.cloud.resync_interval,
+        ..Timing::default()
+    };
+    let (updates_tx, mut updates_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
+    let bridge = Bridge::start(&config.cloud, &config.networks, updates_tx.clone(), timing, inner.clone())?;
+    health.set_rest_stats(bridge.rest().stats());
+
+    let (dispatcher, mut rejections) = CommandDispatcher::new(bridge.clone(), DispatchConfig::default());
+    let (publish_tx, publish_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
+    let (commands_tx, mut commands_rx) = mpsc::channel::<ResolvedCommand>(1024);
+    let (requests_tx, requests_rx) = mpsc::channel::<Request>(1024);
+
+    // Tee: health and the command layer see every update before the publisher does.
+    let tee_health = health.clone();
+    let tee_dispatcher = dispatcher.clone();
+    tokio::spawn(async move {
+        while let Some(update) = updates_rx.recv().await {
+            tee_health.observe(&update);
+            tee_dispatcher.observe(&update);
+            if publish_tx.send(update).await.is_err() {
+                break;
+            }
+        }
+    });
+    // Resolved command topics become dispatcher requests.
+    tokio::spawn(async move {
+        while let Some(cmd) = commands_rx.recv().await {
+            let target = match cmd.target {
+                CommandTarget::Unit { id, attr } => Target::Unit { id, attr },
+                CommandTarget::Group(id) => Target::Group(id),
+                CommandTarget::Scene(id) => Target::Scene(id),
+                CommandTarget::Network => Target::Network,
+            };
+            let request =
+                Request { topic: cmd.message.topic, network: cmd.network, target, payload: cmd.message.payload };
+            if requests_tx.send(request).await.is_err() {
+                break;
+            }
+        }
+    });
+    // Rejections go out on `<base>/bridge/error` through the publisher.
+    let rejection_updates = updates_tx.clone();
+    tokio::spawn(async move {
+        while let Some(r) = rejections.recv().await {
+            let update = Update::Rejected { network: r.network.map(Into::into), topic: r.topic, reason: r.reason };
+            if rejection_updates.send(update).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(dispatcher.run(requests_rx, inner.clone()));
+    drop(updates_tx);
+
+    let mqtt_token = CancellationToken::new();
+    let mut mqtt_task = tokio::spawn(mqtt::run(config.mqtt_config(), publish_rx, commands_tx, mqtt_token.clone()));
+
+    tracing::info!(summary = %config.summary(), "bridge started");
+    if let Some(started) = started {
+        let _ = started.send(Running { bridge: bridge.clone(), health: health.clone(), health_addr });
+    }
+
+    let outcome = tokio::select! {
+        _ = shutdown.cancelled() => Outcome::Stopped,
+        _ = bridge.all_rejected() => {
+            let reasons = bridge
+                .credential_states()
+                .into_iter()
+                .filter_map(|s| match s { CredentialState::Rejected(why) => Some(why), _ => None })
+                .collect();
+            Outcome::AllRejected(reasons)
+        }
+        result = &mut mqtt_task => {
+            inner.cancel();
+            return match result {
+                Ok(Ok(())) => Ok(Outcome::Stopped),
+                Ok(Err(e)) => Err(e.into()),
+                Err(e) => {
+                    tracing::error!(error = %e, "the MQTT task ended unexpectedly");
+                    Ok(Outcome::Stopped)
+                }
+            };
+        }
+    };
+    // Orderly stop: close the wires, then let the publisher say `offline` and disconnect.
+    inner.cancel();
+    mqtt_token.cancel();
+    match tokio::time::timeout(SHUTDOWN_GRACE, mqtt_task).await {
+        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "MQTT stopped with an error"),
+        Ok(_) => {}
+        Err(_) => tracing::warn!("MQTT did not stop in time; exiting anyway"),
+    }
+    Ok(outcome)
+}
