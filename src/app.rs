@@ -93,6 +93,12 @@ pub async fn run(
     let (updates_tx, mut updates_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
     let bridge = Bridge::start(&config.cloud, &config.networks, updates_tx.clone(), timing, inner.clone())?;
     health.set_rest_stats(bridge.rest().stats());
+    let expected = bridge.clone();
+    health.set_expected(Box::new(move || {
+        let networks = expected.networks().into_iter().map(|n| (n.id, n.name)).collect();
+        let logging_in = expected.credential_states().iter().filter(|s| matches!(s, CredentialState::Starting)).count();
+        (networks, logging_in)
+    }));
 
     let (dispatcher, mut rejections) = CommandDispatcher::new(bridge.clone(), DispatchConfig::default());
     let (publish_tx, publish_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);

@@ -191,7 +191,8 @@ async fn a_long_outage_is_refused_visibly() {
     f.dispatcher.submit(request("OFF")).unwrap();
     let r = tokio::time::timeout(Duration::from_secs(2), f.rejections.recv()).await.unwrap().unwrap();
     assert_eq!(r.topic, TOPIC);
-    assert_eq!(r.reason, "network Home not reachable for 0s; command dropped (wire not open)");
+    assert!(r.reason.starts_with("network Home not reachable for 0."), "{}", r.reason);
+    assert!(r.reason.ends_with(" s; command dropped (wire not open)"), "{}", r.reason);
     assert!(lock(&f.sent).is_empty());
     assert!(f.attempts.load(Ordering::SeqCst) >= 5, "retried: {}", f.attempts.load(Ordering::SeqCst));
 }

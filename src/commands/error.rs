@@ -99,7 +99,7 @@ pub enum CommandError {
     #[error("network {0} is not known")]
     UnknownNetwork(String),
     /// The network's wire stayed down for the whole retry period.
-    #[error("network {network} not reachable for {}s; command dropped ({last})", waited.as_secs_f32().round())]
+    #[error("network {network} not reachable for {:.1} s; command dropped ({last})", waited.as_secs_f32())]
     WireDown {
         /// Network name.
         network: String,

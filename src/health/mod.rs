@@ -38,7 +38,11 @@ pub struct NetworkHealth {
 }
 
 /// What the health endpoints report; shared by the bridge's parts.
-#[derive(Debug, Default)]
+/// What the bridge expects, read at report time: the networks it supervises (id, name) and how
+/// many credentials entries are still logging in.
+pub type Expected = Box<dyn Fn() -> (Vec<(String, String)>, usize) + Send + Sync>;
+
+#[derive(Default)]
 pub struct HealthState {
     /// Overrides the process-wide MQTT gauge when set (tests that run several bridges).
     mqtt_connected: AtomicBool,
@@ -46,6 +50,13 @@ pub struct HealthState {
     networks: Mutex<BTreeMap<String, NetworkHealth>>,
     problems: Mutex<Vec<String>>,
     rest: Mutex<Option<Arc<RequestStats>>>,
+    expected: Mutex<Option<Expected>>,
+}
+
+impl std::fmt::Debug for HealthState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HealthState").field("networks", &*lock(&self.networks)).finish_non_exhaustive()
+    }
 }
 
 /// The `/healthz` body.
@@ -85,6 +96,12 @@ impl HealthState {
         } else {
             metrics().mqtt_connected.get() > 0
         }
+    }
+
+    /// Tells the report which networks and logins to wait for (a network without its first
+    /// snapshot yet, or a login still pending, is not healthy).
+    pub fn set_expected(&self, expected: Expected) {
+        *lock(&self.expected) = Some(expected);
     }
 
     /// Gives `/metrics` the REST client's counters.
@@ -131,6 +148,17 @@ impl HealthState {
         let mut reasons = Vec::new();
         if !mqtt_connected {
             reasons.push("MQTT is not connected".to_string());
+        }
+        if let Some(expected) = lock(&self.expected).as_ref() {
+            let (wanted, logging_in) = expected();
+            if logging_in > 0 {
+                reasons.push(format!("{logging_in} credentials entries still logging in"));
+            }
+            for (id, name) in wanted {
+                if !networks.contains_key(&id) {
+                    reasons.push(format!("network {name} ({id}) is starting: no snapshot yet"));
+                }
+            }
         }
         if networks.is_empty() {
             reasons.push("no network is bridged yet".to_string());

@@ -193,6 +193,65 @@ fn trusted_pem(ca_file: Option<&Path>) -> Result<Vec<u8>, ClientError> {
     Ok(pem)
 }
 
+/// Hint appended to a connection error the broker gave for the credentials.
+const AUTH_HINT: &str = "the broker rejected the user name or password (check mqtt.username and mqtt.password)";
+
+/// A hint for a TLS failure caused by the broker's certificate, naming what to change.
+fn tls_hint(error: &rumqttc::TlsError) -> Option<&'static str> {
+    use rumqttc::tokio_rustls::rustls::{CertificateError as C, Error as Rustls};
+    let rustls = match error {
+        rumqttc::TlsError::TLS(e) => Some(e),
+        // tokio-rustls reports handshake failures as I/O errors wrapping the rustls error.
+        rumqttc::TlsError::Io(e) => e.get_ref().and_then(|inner| inner.downcast_ref::<Rustls>()),
+        _ => None,
+    }?;
+    let Rustls::InvalidCertificate(cert) = rustls else { return None };
+    Some(match cert {
+        C::UnknownIssuer | C::BadSignature => {
+            "the broker's certificate is not signed by a trusted CA: set mqtt.ca_file to the CA certificate (PEM) that signed it"
+        }
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "the broker's certificate does not name the host in mqtt.url (use the name or address it was issued for)"
+        }
+        C::Expired | C::ExpiredContext { .. } | C::NotValidYet | C::NotValidYetContext { .. } => {
+            "the broker's certificate is expired or not yet valid (check the broker's certificate and this host's clock)"
+        }
+        _ => "the broker's certificate was refused (check mqtt.ca_file and the broker's certificate)",
+    })
+}
+
+/// A connection error as logged: rumqttc's text plus, for failures fixed in the configuration
+/// (rejected credentials, an untrusted certificate), what to change.
+fn describe_v3(error: &rumqttc::ConnectionError) -> String {
+    use rumqttc::{ConnectReturnCode as Code, ConnectionError as E};
+    let hint = match error {
+        E::ConnectionRefused(Code::BadUserNamePassword | Code::NotAuthorized) => Some(AUTH_HINT),
+        E::Tls(tls) => tls_hint(tls),
+        _ => None,
+    };
+    match hint {
+        Some(hint) => format!("{hint}: {error}"),
+        None => error.to_string(),
+    }
+}
+
+/// [`describe_v3`] for MQTT 5.
+fn describe_v5(error: &rumqttc::v5::ConnectionError) -> String {
+    use rumqttc::v5::ConnectionError as E;
+    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
+    let hint = match error {
+        E::ConnectionRefused(Code::BadUserNamePassword | Code::NotAuthorized | Code::BadAuthenticationMethod) => {
+            Some(AUTH_HINT)
+        }
+        E::Tls(tls) => tls_hint(tls),
+        _ => None,
+    };
+    match hint {
+        Some(hint) => format!("{hint}: {error}"),
+        None => error.to_string(),
+    }
+}
+
 fn qos3(q: u8) -> rumqttc::QoS {
     match q {
         0 => rumqttc::QoS::AtMostOnce,
@@ -380,7 +439,7 @@ async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: mpsc::UnboundedSender<Cl
             Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
             Ok(_) => true,
             Err(rumqttc::ConnectionError::RequestsDone) => false,
-            Err(e) => backoff.failed(e.to_string(), &tx).await,
+            Err(e) => backoff.failed(describe_v3(&e), &tx).await,
         };
         if !keep_going {
             break;
@@ -410,7 +469,7 @@ async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: mpsc::UnboundedSende
             Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
             Ok(_) => true,
             Err(rumqttc::v5::ConnectionError::RequestsDone) => false,
-            Err(e) => backoff.failed(e.to_string(), &tx).await,
+            Err(e) => backoff.failed(describe_v5(&e), &tx).await,
         };
         if !keep_going {
             break;

@@ -13,6 +13,7 @@ use super::client::{Client, ClientEvent, Message};
 use super::commands::{self, Intake, ResolvedCommand};
 use super::discovery::{self, Discovery};
 use super::gc::{self, Candidate, Scope};
+use super::plan;
 use super::render::{NetMirror, Owner, Renderer};
 use super::settings::Config;
 use super::store::{Op, Store};
@@ -270,26 +271,8 @@ impl Publisher {
                     tracing::debug!(%network, unit = unit.id, "unit of an unknown network");
                     return;
                 };
-                let id = unit.id;
-                let old = m.view.units.get(&id).cloned();
-                let old_caps = old.as_deref().map(|u| m.caps(u));
-                let new_caps = m.caps(&unit);
-                let identity_changed = old.as_deref().is_none_or(|o| {
-                    o.name != unit.name || o.address != unit.address || o.fixture_id != unit.fixture_id
-                });
-                m.view.units.insert(id, unit);
-                if identity_changed {
-                    m.reslug();
-                    self.render_network(&network).await;
-                    return;
-                }
-                let groups: Vec<u32> = m.view.groups.values().filter(|g| g.units.contains(&id)).map(|g| g.id).collect();
-                let mut owners = vec![Owner::Unit(network.to_string(), id)];
-                owners.extend(groups.into_iter().map(|g| Owner::Group(network.to_string(), g)));
-                if old_caps != Some(new_caps) {
-                    owners.push(Owner::Network(network.to_string()));
-                }
-                self.render_owners(&network, &owners).await;
+                let ops = plan::unit_ops(&self.renderer, &mut self.store, m, unit);
+                self.send(ops).await;
             }
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
             Update::Problem { network, message } => {
@@ -346,25 +329,7 @@ impl Publisher {
     /// Renders every owner of a network; owners that no longer exist lose their topics.
     async fn render_network(&mut self, network: &str) {
         let Some(m) = self.nets.get(network) else { return };
-        let owners = m.owners();
-        let mut ops = Vec::new();
-        for o in &owners {
-            ops.extend(self.store.set(o.clone(), self.renderer.owner(m, o)));
-        }
-        for old in self.store.owners_of(network) {
-            if !owners.contains(&old) {
-                ops.extend(self.store.remove(&old));
-            }
-        }
-        self.send(ops).await;
-    }
-
-    async fn render_owners(&mut self, network: &str, owners: &[Owner]) {
-        let Some(m) = self.nets.get(network) else { return };
-        let mut ops = Vec::new();
-        for o in owners {
-            ops.extend(self.store.set(o.clone(), self.renderer.owner(m, o)));
-        }
+        let ops = plan::network_ops(&self.renderer, &mut self.store, m);
         self.send(ops).await;
     }
 

@@ -2,6 +2,9 @@
 //! simulator's demo site as bridge views, an MQTT test client, and golden-file comparison.
 #![allow(dead_code)]
 
+pub mod logs;
+pub mod tls;
+
 use casambi2mqtt::bridge::state::{Connection, NetworkView, Topology};
 use casambi2mqtt::bridge::update::Update;
 use casambi2mqtt::cloud::model::{Fixture, NetworkState};
@@ -27,6 +30,20 @@ pub struct Mosquitto {
     port: u16,
     dir: tempfile::TempDir,
     bin: PathBuf,
+    options: BrokerOptions,
+    /// A second, plain and anonymous listener for test observers when the main one needs TLS
+    /// or a password.
+    observer_port: Option<u16>,
+}
+
+/// What a test broker asks of its clients (the default: plain TCP, anonymous).
+#[derive(Debug, Clone, Default)]
+pub struct BrokerOptions {
+    /// Serve TLS on the main listener with this CA-signed server certificate.
+    pub tls: Option<tls::Pki>,
+    /// Require this user name and password on the main listener (a mosquitto password file is
+    /// made with `mosquitto_passwd`).
+    pub credentials: Option<(String, String)>,
 }
 
 /// Finds the mosquitto binary in PATH or the usual sbin directories. A missing broker fails the
@@ -47,6 +64,42 @@ fn mosquitto_binary() -> PathBuf {
     );
 }
 
+/// Finds `mosquitto_passwd` (Debian/Ubuntu ship it with mosquitto or mosquitto-clients).
+fn mosquitto_passwd_binary() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/bin", "/usr/local/bin", "/usr/sbin", "/opt/homebrew/bin"].iter().map(PathBuf::from))
+        .map(|d| d.join("mosquitto_passwd"))
+        .find(|c| c.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "mosquitto_passwd not found in PATH: the broker authentication tests need it \
+                 (Debian/Ubuntu: apt-get install -y mosquitto mosquitto-clients)"
+            )
+        })
+}
+
+/// Writes a mosquitto password file holding one user.
+fn make_password_file(file: &Path, user: &str, password: &str) {
+    let out = Command::new(mosquitto_passwd_binary())
+        .arg("-b")
+        .arg("-c")
+        .arg(file)
+        .arg(user)
+        .arg(password)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mosquitto_passwd");
+    assert!(out.status.success(), "mosquitto_passwd failed: {}", String::from_utf8_lossy(&out.stderr));
+    set_mode(file, 0o644);
+}
+
+/// Sets a file's permission bits.
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
@@ -54,26 +107,60 @@ fn free_port() -> u16 {
 impl Mosquitto {
     /// Starts a broker on a free port and waits until it accepts connections.
     pub fn start() -> Mosquitto {
+        Mosquitto::start_with(BrokerOptions::default())
+    }
+
+    /// Starts a broker that requires TLS and/or a password on its main listener ([`Self::url`]),
+    /// with a plain anonymous listener beside it for test observers ([`Self::observer_port`]).
+    pub fn start_with(options: BrokerOptions) -> Mosquitto {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // mosquitto started as root drops to its own user before reading certificates and the
+        // password file: let it read them (test files only).
+        set_mode(dir.path(), 0o755);
+        let secured = options.tls.is_some() || options.credentials.is_some();
         let mut m = Mosquitto {
             child: None,
             port: free_port(),
-            dir: tempfile::tempdir().expect("temp dir"),
+            dir,
             bin: mosquitto_binary(),
+            options,
+            observer_port: secured.then(free_port),
         };
         m.spawn();
         m
     }
 
+    /// The configuration file's text.
+    fn conf(&self) -> String {
+        let mut conf = String::from("persistence false\nmax_queued_messages 0\n");
+        let Some(observer) = self.observer_port else {
+            conf.push_str(&format!("listener {} 127.0.0.1\nallow_anonymous true\n", self.port));
+            return conf;
+        };
+        conf.push_str(&format!("per_listener_settings true\nlistener {} 127.0.0.1\n", self.port));
+        if let Some(pki) = &self.options.tls {
+            conf.push_str(&format!(
+                "cafile {}\ncertfile {}\nkeyfile {}\n",
+                pki.ca_cert.display(),
+                pki.server_cert.display(),
+                pki.server_key.display()
+            ));
+        }
+        match &self.options.credentials {
+            Some((user, password)) => {
+                let file = self.dir.path().join("passwords");
+                make_password_file(&file, user, password);
+                conf.push_str(&format!("allow_anonymous false\npassword_file {}\n", file.display()));
+            }
+            None => conf.push_str("allow_anonymous true\n"),
+        }
+        conf.push_str(&format!("listener {observer} 127.0.0.1\nallow_anonymous true\n"));
+        conf
+    }
+
     fn spawn(&mut self) {
         let conf = self.dir.path().join("mosquitto.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n",
-                self.port
-            ),
-        )
-        .expect("write mosquitto.conf");
+        std::fs::write(&conf, self.conf()).expect("write mosquitto.conf");
         let log = std::fs::File::create(self.dir.path().join("mosquitto.log")).expect("log file");
         let child = Command::new(&self.bin)
             .arg("-c")
@@ -85,8 +172,10 @@ impl Mosquitto {
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.bin.display()));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        let ports = [Some(self.port), self.observer_port];
+        let listening =
+            |p: u16| TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], p)), Duration::from_millis(200));
+        while ports.into_iter().flatten().any(|p| listening(p).is_err()) {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
                 panic!("mosquitto exited with {status}: {}", self.log());
             }
@@ -105,9 +194,38 @@ impl Mosquitto {
         self.port
     }
 
-    /// `mqtt://127.0.0.1:PORT`.
+    /// `mqtt://127.0.0.1:PORT`, or `mqtts://…` when the broker serves TLS.
     pub fn url(&self) -> String {
-        format!("mqtt://127.0.0.1:{}", self.port)
+        let scheme = if self.options.tls.is_some() { "mqtts" } else { "mqtt" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// A plain, anonymous port for test observers ([`Watcher`], [`retained`]): the main port
+    /// for a default broker, a second listener for one with TLS or a password.
+    pub fn observer_port(&self) -> u16 {
+        self.observer_port.unwrap_or(self.port)
+    }
+
+    /// The broker's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Freezes the broker (SIGSTOP): it keeps its sockets open but reads and answers nothing,
+    /// like a stuck or overloaded broker. [`Self::resume`] thaws it; dropping kills it anyway.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a [`Self::pause`]d broker (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.pid().expect("broker running");
+        let status = Command::new("kill").arg(sig).arg(pid.to_string()).status().expect("run kill");
+        assert!(status.success(), "kill {sig} {pid} failed");
     }
 
     /// Kills the broker (retained messages are lost: persistence is off).
@@ -121,6 +239,17 @@ impl Mosquitto {
     /// Kills the broker and starts a fresh one on the same port.
     pub fn restart(&mut self) {
         self.stop();
+        self.spawn();
+    }
+
+    /// Kills the broker and starts a fresh one on the same ports with other requirements (a
+    /// changed password, TLS switched on or off).
+    pub fn reconfigure(&mut self, options: BrokerOptions) {
+        self.stop();
+        if self.observer_port.is_none() && (options.tls.is_some() || options.credentials.is_some()) {
+            self.observer_port = Some(free_port());
+        }
+        self.options = options;
         self.spawn();
     }
 }

@@ -1,0 +1,247 @@
+//! The hot path of the bridge, without I/O: WebSocket frame bytes → `parse_frame` → state merge
+//! and diff (`NetworkView::apply_unit`) → the MQTT operations to publish (`mqtt::plan::unit_ops`
+//! on the publisher's render/store layer).
+//!
+//! The frame is a typical luminaire (`Dimmer` + `CCT`) as the simulator renders it. Every stage is
+//! measured on its own and the whole path once for an unchanged and once for a changed event;
+//! the global allocator is divan's `AllocProfiler`, so every line also shows the allocations per
+//! frame.
+//!
+//! Run: `cargo bench --bench hot_path` (figures in BENCHMARKS.md).
+
+use casambi2mqtt::bridge::state::{Connection, NetworkView};
+use casambi2mqtt::cloud::model::{Fixture, NetworkState, ServerMessage, UnitState, parse_frame};
+use casambi2mqtt::mqtt::discovery::Discovery;
+use casambi2mqtt::mqtt::plan;
+use casambi2mqtt::mqtt::render::{NetMirror, Renderer};
+use casambi2mqtt::mqtt::store::{Op, Store};
+use casambi2mqtt::mqtt::topics::Layout;
+use casambi2mqtt::mqtt::{DiscoveryMode, OutputSettings};
+use casambi2mqtt::sim::render;
+use casambi2mqtt::sim::site::Site;
+use casambi2mqtt::sim::world::World;
+use divan::counter::ItemsCount;
+use divan::{AllocProfiler, Bencher, black_box};
+use serde_json::json;
+use std::sync::Arc;
+
+#[global_allocator]
+static ALLOC: AllocProfiler = AllocProfiler::system();
+
+/// The unit the frames describe: unit 3 of a generated network is a `Luminaire` with `Dimmer`
+/// and `CCT` (fixture 1002), in group 1 with nine other units.
+const UNIT: i64 = 3;
+const WIRE: u32 = 1;
+
+fn main() {
+    divan::main();
+}
+
+/// Everything the stages need: two frames of the same unit (Dimmer 0.5 and 0.7), a network
+/// view as the core holds it, and the publisher's mirror, renderer and store with everything
+/// already published.
+struct Fixtures {
+    frame_a: Vec<u8>,
+    frame_b: Vec<u8>,
+    view: NetworkView,
+    mirror: NetMirror,
+    renderer: Renderer,
+    store: Store,
+}
+
+/// `{"wire":N,"method":"unitChanged",…body…}`, as the simulator's channel sends it.
+fn frame(body: &str) -> Vec<u8> {
+    let fields = body.strip_prefix('{').expect("a JSON object");
+    format!("{{\"wire\":{WIRE},\"method\":\"unitChanged\",{fields}").into_bytes()
+}
+
+fn unit_of(frame: &[u8]) -> UnitState {
+    match parse_frame(frame).expect("frame parses") {
+        ServerMessage::UnitChanged { unit, .. } => unit,
+        other => panic!("not a unitChanged: {other:?}"),
+    }
+}
+
+fn fixtures() -> Fixtures {
+    let site = Site::generate(1, 20);
+    let mut world = World::new(&site);
+    let net_id = site.networks[0].id.clone();
+    let body = |world: &World| {
+        let net = &world.networks[&net_id];
+        render::unit_event(net, &net.units[&UNIT]).to_string()
+    };
+    world.set_unit_state(&net_id, UNIT, None, None, &[json!({"type": "Dimmer", "value": 0.5})]).expect("unit exists");
+    let frame_a = frame(&body(&world));
+    world.set_unit_state(&net_id, UNIT, None, None, &[json!({"type": "Dimmer", "value": 0.7})]).expect("unit exists");
+    let frame_b = frame(&body(&world));
+    world.set_unit_state(&net_id, UNIT, None, None, &[json!({"type": "Dimmer", "value": 0.5})]).expect("unit exists");
+
+    // The core's view after its start-up snapshot (REST shapes), with the fixtures.
+    let net = &world.networks[&net_id];
+    let state: NetworkState = serde_json::from_value(render::network(net, true)).expect("state parses");
+    let mut view = NetworkView::new(&net_id);
+    view.apply_snapshot(state);
+    let fixtures = view
+        .fixture_ids()
+        .into_iter()
+        .filter_map(|id| {
+            let f = world.fixtures.get(&i64::from(id))?;
+            let fixture: Fixture = serde_json::from_value(render::fixture(f)).expect("fixture parses");
+            Some((id, Arc::new(fixture)))
+        })
+        .collect();
+    view.set_fixtures(fixtures);
+    view.set_connection(Connection::Live);
+    // The live event of the current state (frame A) leaves the view as it is.
+    view.apply_unit(unit_of(&frame_a), true);
+
+    let renderer = Renderer {
+        layout: Layout::new("casambi"),
+        discovery: Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 }),
+        attribute_topics: OutputSettings::default().attribute_topics,
+    };
+    let mirror = NetMirror::new(view.clone(), "site_1".into());
+    let mut store = Store::default();
+    for op in plan::network_ops(&renderer, &mut store, &mirror) {
+        store.sent(&op);
+    }
+    Fixtures { frame_a, frame_b, view, mirror, renderer, store }
+}
+
+fn sent(store: &mut Store, ops: &[Op]) {
+    for op in ops {
+        store.sent(op);
+    }
+}
+
+/// Stage 1: bytes → `ServerMessage`.
+#[divan::bench]
+fn parse(bencher: Bencher) {
+    let f = fixtures();
+    bencher.counter(ItemsCount::new(1usize)).bench_local(|| parse_frame(black_box(&f.frame_a)));
+}
+
+/// Stage 2a: the diff of an event equal to the stored state (the initial burst after every
+/// wire open, resyncs). Must not allocate.
+#[divan::bench]
+fn diff_unchanged(bencher: Bencher) {
+    let mut f = fixtures();
+    let unit = unit_of(&f.frame_a);
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| unit.clone())
+        .bench_local_values(|u| f.view.apply_unit(black_box(u), true));
+}
+
+/// Stage 2b: the diff and merge of a changed event. As in the bridge, the previous version of
+/// the unit is still held by the MQTT side (an `Arc` clone went out with the last update), so the
+/// merge cannot reuse it in place.
+#[divan::bench]
+fn diff_changed(bencher: Bencher) {
+    let mut f = fixtures();
+    let units = [unit_of(&f.frame_b), unit_of(&f.frame_a)];
+    let mut next = 0usize;
+    let mut held = f.view.units.get(&(UNIT as u32)).cloned();
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            next += 1;
+            units[next % 2].clone()
+        })
+        .bench_local_values(|u| {
+            let delta = f.view.apply_unit(black_box(u), true);
+            // The update sent to the publisher: a clone of the new version replaces the old one.
+            let old = std::mem::replace(&mut held, f.view.units.get(&(UNIT as u32)).cloned());
+            (delta, old)
+        });
+}
+
+/// Stage 3: a changed unit → the operations to publish (render the unit's and its group's
+/// topics, compare with what was published, record what is sent).
+#[divan::bench]
+fn render(bencher: Bencher) {
+    let mut f = fixtures();
+    let units = [Arc::new(unit_of(&f.frame_b)), Arc::new(unit_of(&f.frame_a))];
+    let mut next = 0usize;
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            next += 1;
+            units[next % 2].clone()
+        })
+        .bench_local_values(|u| {
+            let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, black_box(u));
+            sent(&mut f.store, &ops);
+            ops
+        });
+}
+
+/// The whole path for an unchanged event: bytes → parse → diff (nothing to publish).
+#[divan::bench]
+fn pipeline_unchanged(bencher: Bencher) {
+    let mut f = fixtures();
+    bencher.counter(ItemsCount::new(1usize)).bench_local(|| {
+        let Ok(ServerMessage::UnitChanged { unit, .. }) = parse_frame(black_box(&f.frame_a)) else {
+            panic!("frame parses")
+        };
+        let delta = f.view.apply_unit(unit, true);
+        assert!(!delta.changed);
+        delta
+    });
+}
+
+/// The whole path for a changed event: bytes → parse → diff and merge → operations to publish.
+#[divan::bench]
+fn pipeline_changed(bencher: Bencher) {
+    let mut f = fixtures();
+    let frames = [f.frame_b.clone(), f.frame_a.clone()];
+    let mut next = 0usize;
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            next += 1;
+            next % 2
+        })
+        .bench_local_values(|i| {
+            let Ok(ServerMessage::UnitChanged { unit, .. }) = parse_frame(black_box(&frames[i])) else {
+                panic!("frame parses")
+            };
+            let id = unit.id;
+            let delta = f.view.apply_unit(unit, true);
+            let mut ops = Vec::new();
+            if delta.changed
+                && let Some(unit) = f.view.units.get(&id).cloned()
+            {
+                ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, unit);
+                sent(&mut f.store, &ops);
+            }
+            ops
+        });
+}
+
+/// The sizes the figures refer to (printed once, so BENCHMARKS.md can quote them).
+#[divan::bench]
+fn sizes(bencher: Bencher) {
+    let mut f = fixtures();
+    let unit = Arc::new(unit_of(&f.frame_b));
+    let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, unit);
+    let published: usize = ops
+        .iter()
+        .map(|op| match op {
+            Op::Publish { payload, .. } => payload.len(),
+            Op::Clear { .. } => 0,
+        })
+        .sum();
+    eprintln!(
+        "frame: {} bytes; a changed event publishes {} messages, {published} payload bytes: {:?}",
+        f.frame_a.len(),
+        ops.len(),
+        ops.iter()
+            .map(|op| match op {
+                Op::Publish { topic, payload, .. } => format!("{topic} ({} B)", payload.len()),
+                Op::Clear { topic } => format!("{topic} (clear)"),
+            })
+            .collect::<Vec<_>>()
+    );
+    bencher.bench(|| black_box(f.frame_a.len()));
+}
