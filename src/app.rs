@@ -56,6 +56,39 @@ pub enum AppError {
     },
 }
 
+/// Logs one start-up summary line once every network has its first snapshot.
+#[derive(Default)]
+struct StartupSummary {
+    seen: std::collections::BTreeMap<String, (usize, usize)>,
+    done: bool,
+}
+
+impl StartupSummary {
+    fn observe(&mut self, update: &Update, bridge: &Bridge) {
+        if self.done {
+            return;
+        }
+        if let Update::Network { view, .. } = update {
+            let entities = crate::check::entity_count(view);
+            self.seen.insert(view.status.id.clone(), (view.units.len(), entities));
+        }
+        let starting = bridge.credential_states().iter().any(|s| matches!(s, CredentialState::Starting));
+        let expected = bridge.networks().len();
+        if !starting && expected > 0 && self.seen.len() >= expected {
+            self.done = true;
+            let units: usize = self.seen.values().map(|(u, _)| u).sum();
+            let entities: usize = self.seen.values().map(|(_, e)| e).sum();
+            tracing::info!(
+                version = env!("CARGO_PKG_VERSION"),
+                networks = self.seen.len(),
+                units,
+                entities,
+                "bridging"
+            );
+        }
+    }
+}
+
 /// Handles of a started bridge, for callers that need them (tests, the demo).
 #[derive(Debug, Clone)]
 pub struct Running {
@@ -108,8 +141,11 @@ pub async fn run(
     // Tee: health and the command layer see every update before the publisher does.
     let tee_health = health.clone();
     let tee_dispatcher = dispatcher.clone();
+    let tee_bridge = bridge.clone();
     tokio::spawn(async move {
+        let mut summary = StartupSummary::default();
         while let Some(update) = updates_rx.recv().await {
+            summary.observe(&update, &tee_bridge);
             tee_health.observe(&update);
             tee_dispatcher.observe(&update);
             if publish_tx.send(update).await.is_err() {

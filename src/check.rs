@@ -63,6 +63,17 @@ pub async fn run(config: &Config, wait: Duration) -> Result<Report, crate::bridg
     Ok(report)
 }
 
+/// How many Home Assistant entities a network gets: the unit entities, plus the network's dim
+/// level and connectivity, a switch per scene and a light per group.
+pub fn entity_count(view: &NetworkView) -> usize {
+    let units: usize = view
+        .units
+        .values()
+        .map(|u| unit_entities(&Caps::of(u, u.fixture_id.and_then(|f| view.fixtures.get(&f)).map(|f| &**f))).len())
+        .sum();
+    units + 2 + view.scenes.len() + view.groups.len()
+}
+
 /// The HA entities a unit gets, in words.
 fn unit_entities(caps: &Caps) -> Vec<String> {
     let mut out = Vec::new();
