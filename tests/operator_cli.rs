@@ -30,17 +30,42 @@ fn write_config(sim: &Simulator, mqtt_url: &str, password: &str) -> tempfile::Na
     f
 }
 
-fn spawn(args: &[&str]) -> Child {
-    Command::new(BIN).args(args).env_remove("RUST_LOG").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+/// A child process that is killed if the test fails before it ends.
+struct Proc(Option<Child>);
+
+impl Proc {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+    fn take(mut self) -> Child {
+        self.0.take().unwrap()
+    }
 }
 
-fn sigterm(child: &Child) {
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn spawn(args: &[&str]) -> Proc {
+    let child =
+        Command::new(BIN).args(args).env_remove("RUST_LOG").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    Proc(Some(child.unwrap()))
+}
+
+fn sigterm(child: &mut Proc) {
+    let child = child.child();
     let status = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
     assert!(status.success());
 }
 
 /// Waits for the child to exit, at most `limit`.
-fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+fn wait_exit(child: &mut Proc, limit: Duration) -> Option<std::process::ExitStatus> {
+    let child = child.child();
     let start = Instant::now();
     while start.elapsed() < limit {
         if let Some(status) = child.try_wait().unwrap() {
@@ -52,8 +77,8 @@ fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitSta
     None
 }
 
-fn output_of(child: Child) -> String {
-    let out = child.wait_with_output().unwrap();
+fn output_of(child: Proc) -> String {
+    let out = child.take().wait_with_output().unwrap();
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
@@ -70,7 +95,7 @@ async fn sigterm_publishes_offline_and_exits_zero_within_five_seconds() {
     })
     .await;
     let sent = Instant::now();
-    sigterm(&child);
+    sigterm(&mut child);
     let status = wait_exit(&mut child, Duration::from_secs(5)).expect("exited within 5 s");
     let took = sent.elapsed();
     assert!(status.success(), "exit code {status:?}");
@@ -84,7 +109,7 @@ fn bad_config_exits_two_naming_the_key() {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     writeln!(f, "cloud:\n  api_key: k\n  poll_intervall: 5s\nnetworks:\n  - email: a@b.c\n    password: p").unwrap();
     let child = spawn(&["run", "-c", f.path().to_str().unwrap()]);
-    let out = child.wait_with_output().unwrap();
+    let out = child.take().wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("cloud.poll_intervall"), "{text}");
@@ -110,7 +135,7 @@ async fn check_lists_networks_units_and_entities_without_publishing() {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
     let broker = Mosquitto::start();
     let config = write_config(&sim, &broker.url(), "demo");
-    let child = spawn(&["check", "-c", config.path().to_str().unwrap()]);
+    let child = spawn(&["check", "-c", config.path().to_str().unwrap()]).take();
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
@@ -161,7 +186,7 @@ fn demo_serves_retained_topics_on_its_embedded_broker() {
         std::thread::sleep(Duration::from_millis(300));
     };
     assert!(topics.len() > 100, "{} retained topics", topics.len());
-    sigterm(&child);
+    sigterm(&mut child);
     let status = wait_exit(&mut child, Duration::from_secs(5)).expect("demo exits within 5 s");
     assert!(status.success());
     let text = output_of(child);

@@ -194,12 +194,10 @@ async fn no_secret_reaches_a_log_line_an_mqtt_message_or_debug_output() {
     let states_debug = format!("{states:?}");
 
     // Nothing secret anywhere.
-    let messages = watcher.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
-    let _ = messages;
+    watcher.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
     let mqtt: String = watcher.seen.iter().map(|s| format!("{}\t{}\n", s.topic, s.payload)).collect();
     let retained_now = render_golden(&retained(broker.observer_port()).await);
     let log_lines = text.lines().count();
-    let _ = std::fs::write("/tmp/secrets-test.log", &text);
     println!(
         "captured {log_lines} log lines ({} bytes), {} MQTT messages ({} bytes), {} requests to the cloud \
          ({} answered 410, {} 401, {} 500, {} 429)",
@@ -224,7 +222,7 @@ async fn no_secret_reaches_a_log_line_an_mqtt_message_or_debug_output() {
         assert!(found.is_empty(), "{what} leaks {found:?}");
     }
     // The errors users see name the problem without the secret.
-    let errors: Vec<&str> = mqtt.lines().filter(|l| l.contains("bridge/error")).collect();
-    println!("first topics: {:?}", watcher.seen.iter().take(5).map(|s| s.topic.as_str()).collect::<Vec<_>>());
-    println!("bridge/error messages: {errors:#?}");
+    for line in text.lines().filter(|l| l.contains("rejected") || l.contains("MQTT connection failed")).take(2) {
+        println!("  {line}");
+    }
 }
