@@ -12,10 +12,10 @@
 use crate::bridge::network::Timing;
 use crate::bridge::update::Update;
 use crate::bridge::{Bridge, CredentialState};
-use crate::commands::{CommandDispatcher, DispatchConfig, Request, Target};
+use crate::commands::{CommandDispatcher, DispatchConfig, Request};
 use crate::config::Config;
 use crate::health::{self, HealthState};
-use crate::mqtt::{self, CommandTarget, ResolvedCommand};
+use crate::mqtt::{self, ResolvedCommand};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -156,14 +156,12 @@ pub async fn run(
     // Resolved command topics become dispatcher requests.
     tokio::spawn(async move {
         while let Some(cmd) = commands_rx.recv().await {
-            let target = match cmd.target {
-                CommandTarget::Unit { id, attr } => Target::Unit { id, attr },
-                CommandTarget::Group(id) => Target::Group(id),
-                CommandTarget::Scene(id) => Target::Scene(id),
-                CommandTarget::Network => Target::Network,
+            let request = Request {
+                topic: cmd.message.topic,
+                network: cmd.network,
+                target: cmd.target,
+                payload: cmd.message.payload,
             };
-            let request =
-                Request { topic: cmd.message.topic, network: cmd.network, target, payload: cmd.message.payload };
             if requests_tx.send(request).await.is_err() {
                 break;
             }

@@ -71,11 +71,24 @@ async fn expired_sessions_cost_exactly_one_login_per_network() {
     // The socket drop makes every wire reopen with its (now invalid) session.
     h.sim.drop_sockets();
     h.sim.set_unit_state(HOME, 1, &json!({"controls": [{"type": "Dimmer", "value": 0.21}]})).unwrap();
-    h.wait_all_live(20).await;
-    h.wait_converged(5).await;
+    // Every network must notice (wire refused or REST 410) and log in again; then nothing more.
+    let ids = h.network_ids();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = h.sim.shared().log.requests();
+        let done =
+            ids.iter().all(|id| log.iter().any(|r| r.is_login() && r.status == 200 && r.path.contains(id.as_str())));
+        if done {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not every network logged in again: {log:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.wait_converged(10).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let log = h.sim.shared().log.requests();
     let logins = count(&log, |r| r.is_login());
-    assert_eq!(logins, h.network_ids().len(), "one re-login per network: {log:#?}");
+    assert_eq!(logins, ids.len(), "exactly one re-login per network: {log:#?}");
 }
 
 #[tokio::test]

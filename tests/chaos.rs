@@ -54,6 +54,7 @@ struct Params {
     rpm: u32,
     settle: Duration,
     restarts: usize,
+    verbose: bool,
 }
 
 fn env<T: FromStr>(name: &str, default: T) -> T {
@@ -73,6 +74,7 @@ impl Params {
             rpm: env("CHAOS_RPM", 120),
             settle: Duration::from_secs_f64(env("CHAOS_SETTLE", 30.0)),
             restarts: env("CHAOS_BROKER_RESTARTS", ((seconds / 60.0) as usize).max(2)),
+            verbose: env("CHAOS_VERBOSE", 0u8) > 0,
         }
     }
 }
@@ -148,15 +150,23 @@ struct Chaos<'a> {
     quota_until: Option<Instant>,
     /// Exhaustions as (start, length), in simulator time (the request log's clock).
     exhaustions: Vec<(Duration, Duration)>,
+    /// Every kind once, in random order, before the weighted draw (even a short run sees all).
+    first_round: Vec<&'static str>,
 }
 
 impl<'a> Chaos<'a> {
     fn new(sim: &'a Simulator, seed: u64) -> Chaos<'a> {
         let networks: Vec<String> = sim.shared().config.site.networks.iter().map(|n| n.id.clone()).collect();
         let templates = sim.shared().config.site.networks.iter().flat_map(|n| n.units.iter().cloned()).collect();
+        let mut rng = SmallRng::seed_from_u64(seed ^ 0xC4A0_5EED);
+        let mut first_round: Vec<&'static str> = KINDS.iter().map(|(k, _)| *k).collect();
+        for i in (1..first_round.len()).rev() {
+            first_round.swap(i, rng.random_range(0..=i));
+        }
         Chaos {
             sim,
-            rng: SmallRng::seed_from_u64(seed ^ 0xC4A0_5EED),
+            rng,
+            first_round,
             networks,
             templates,
             next_unit: 100,
@@ -207,16 +217,22 @@ impl<'a> Chaos<'a> {
 
     /// Injects one fault of a kind drawn by weight.
     fn inject(&mut self) {
-        let total: u32 = KINDS.iter().map(|(_, w)| w).sum();
-        let mut roll = self.rng.random_range(0..total);
-        let mut kind = KINDS[0].0;
-        for (k, w) in KINDS {
-            if roll < *w {
-                kind = k;
-                break;
+        let kind = match self.first_round.pop() {
+            Some(kind) => kind,
+            None => {
+                let total: u32 = KINDS.iter().map(|(_, w)| w).sum();
+                let mut roll = self.rng.random_range(0..total);
+                let mut kind = KINDS[0].0;
+                for (k, w) in KINDS {
+                    if roll < *w {
+                        kind = k;
+                        break;
+                    }
+                    roll -= w;
+                }
+                kind
             }
-            roll -= w;
-        }
+        };
         match kind {
             "wire drops" => {
                 let net = self.network();
@@ -389,8 +405,13 @@ fn referenced_topics(v: &Value, key: Option<&str>, out: &mut Vec<String>) {
 
 /// What a device's discovery config must satisfy.
 struct DeviceWant {
+    /// The device name.
     name: Option<String>,
+    /// Topics its entities must name (each of them).
     mentions: Vec<String>,
+    /// A topic its entities must name, or one below it (a unit's state or, for a switch, its
+    /// `event` topic).
+    under: Option<String>,
 }
 
 /// The differences between the retained topics `r` and the simulator's truth (empty = equal).
@@ -430,7 +451,7 @@ fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<String> {
             out.push(format!("bridge/info networks {listed:?} != {expected:?}"));
         }
     }
-    devices.insert(bridge_object_id(BASE), DeviceWant { name: None, mentions: vec![state_topic.clone()] });
+    devices.insert(bridge_object_id(BASE), DeviceWant { name: None, mentions: vec![state_topic.clone()], under: None });
 
     for (id, _, gateway_online) in &nets {
         let truth = sim.network_state(id).unwrap();
@@ -503,7 +524,7 @@ fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<String> {
             let state: UnitState = serde_json::from_value(tu.clone()).unwrap();
             devices.insert(
                 unit_object_id(id, &state),
-                DeviceWant { name: Some(name.clone()), mentions: vec![topic.clone()] },
+                DeviceWant { name: Some(name.clone()), mentions: Vec::new(), under: Some(topic.clone()) },
             );
             let Some(j) = json_at(r, &topic, &mut out) else { continue };
             let what = |k: &str| format!("{topic} (unit {uid}) {k}");
@@ -584,7 +605,7 @@ fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<String> {
         }
         devices.insert(
             network_object_id(id),
-            DeviceWant { name: Some(truth["name"].as_str().unwrap().into()), mentions: network_mentions },
+            DeviceWant { name: Some(truth["name"].as_str().unwrap().into()), mentions: network_mentions, under: None },
         );
     }
 
@@ -604,6 +625,11 @@ fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<String> {
             if !named.contains(t) {
                 out.push(format!("{topic}: does not name {t}"));
             }
+        }
+        if let Some(u) = &device.under
+            && !named.iter().any(|t| t == u || t.starts_with(&format!("{u}/")))
+        {
+            out.push(format!("{topic}: names nothing of {u}"));
         }
         for t in &named {
             let command = t.rsplit_once("/set/").is_some_and(|(unit, _)| referable.contains(&format!("{unit}/set")));
@@ -777,6 +803,9 @@ async fn retained_state_converges_to_the_truth_after_chaos() {
     }
     chaos.gateway_back.clear();
     let quiet = Instant::now();
+    if p.verbose {
+        eprintln!("chaos: quiet from {}", chrono::Utc::now().format("%H:%M:%S%.3f"));
+    }
     let mut stable_since: Option<Instant> = None;
     let converged = loop {
         let r = retained(port).await;
@@ -791,6 +820,14 @@ async fn retained_state_converges_to_the_truth_after_chaos() {
             continue;
         }
         stable_since = None;
+        if p.verbose {
+            eprintln!(
+                "chaos: {:.1} s after the chaos, {} differences:\n  {}",
+                quiet.elapsed().as_secs_f64(),
+                diff.len(),
+                diff.join("\n  ")
+            );
+        }
         if quiet.elapsed() > p.settle {
             let journal: Vec<String> =
                 chaos.journal.iter().rev().take(40).rev().map(|(at, w)| format!("  {at:>10.3?}  {w}")).collect();

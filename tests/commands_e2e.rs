@@ -37,7 +37,8 @@ struct Rig {
     task: tokio::task::JoinHandle<Result<app::Outcome, app::AppError>>,
 }
 
-/// Retained messages published on the broker before the bridge starts.
+/// Starts the broker, the simulator (demo site) and the bridge (MQTT 5, the default); `before`
+/// are retained messages put on the broker before the bridge connects.
 async fn rig_with(before: &[(&str, &str)]) -> Rig {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -363,7 +364,8 @@ async fn retained_commands_are_ignored_and_cleared() {
     retained_until(rig.broker.port(), Duration::from_secs(5), |r| before.iter().all(|(t, _)| !r.contains_key(*t)))
         .await;
 
-    // One published with the retain flag while the bridge runs: ignored and cleared too.
+    // One published with the retain flag while the bridge runs: ignored and cleared too (the
+    // bridge subscribes to commands with MQTT 5's retain-as-published to see the flag).
     let floor_set = format!("{FLOOR}/set");
     rig.client.publish(&floor_set, "OFF", true).await;
     retained_until(rig.broker.port(), Duration::from_secs(5), |r| !r.contains_key(&floor_set)).await;
@@ -453,7 +455,7 @@ async fn invalid_commands_are_reported_on_bridge_error_and_change_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_brightness_commands_is_coalesced_and_the_last_value_wins() {
-    let mut rig = rig().await;
+    let rig = rig().await;
     rig.sim.shared().log.clear();
     let topic = format!("{CEILING}/set");
     let start = tokio::time::Instant::now();

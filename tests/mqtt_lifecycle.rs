@@ -154,10 +154,10 @@ async fn a_retained_command_is_ignored_and_cleared_while_live_ones_pass() {
     assert_eq!(a.message.topic, "casambi/home/unit/kitchen-ceiling/set");
     assert_eq!(a.message.payload, b"{\"state\":\"OFF\"}");
     assert_eq!(a.network, "7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b");
-    assert_eq!(a.target, casambi2mqtt::mqtt::CommandTarget::Unit { id: 1, attr: None });
+    assert_eq!(a.target, casambi2mqtt::commands::Target::Unit { id: 1, attr: None });
     let b = tokio::time::timeout(Duration::from_secs(5), rig.bridge.commands.recv()).await.unwrap().unwrap();
     assert_eq!(b.message.topic, "casambi/home/set");
-    assert_eq!(b.target, casambi2mqtt::mqtt::CommandTarget::Network);
+    assert_eq!(b.target, casambi2mqtt::commands::Target::Network);
     rig.bridge.stop().await;
 }
 

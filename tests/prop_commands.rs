@@ -5,11 +5,12 @@
 use casambi2mqtt::bridge::state::NetworkView;
 use casambi2mqtt::cloud::model::NetworkState;
 use casambi2mqtt::commands::CommandError;
+use casambi2mqtt::commands::Target as CommandTarget;
 use casambi2mqtt::commands::parse::{
     ColorCommand, Command, LevelCommand, LightCommand, MAX_PAYLOAD, Switch, Target, parse,
 };
 use casambi2mqtt::mqtt::client::Message;
-use casambi2mqtt::mqtt::commands::{CommandTarget, classify, resolve};
+use casambi2mqtt::mqtt::commands::{classify, resolve};
 use casambi2mqtt::mqtt::render::NetMirror;
 use casambi2mqtt::mqtt::topics::{Layout, assign};
 use proptest::prelude::*;
@@ -47,6 +48,8 @@ fn scalar() -> impl Strategy<Value = Value> {
         any::<String>().prop_map(Value::String),
     ]
 }
+
+const TOPIC_LEVELS: &[&str] = &["casambi", "home", "unit", "group", "scene", "set", "lamp", "", "+", "#", "brightness"];
 
 const COMMAND_KEYS: &[&str] =
     &["state", "brightness", "color_temp", "color", "transition", "dim_level", "x", "y", "r", "g", "b"];
@@ -111,8 +114,7 @@ proptest! {
     #[test]
     fn topics_never_panic(topic in prop_oneof![
         any::<String>(),
-        prop::collection::vec(prop::sample::select(vec!["casambi", "home", "unit", "group", "scene", "set", "lamp", "", "+", "#", "brightness"]), 0..8)
-            .prop_map(|l| l.join("/")),
+        prop::collection::vec(prop::sample::select(TOPIC_LEVELS), 0..8).prop_map(|l| l.join("/")),
     ], payload in prop::collection::vec(any::<u8>(), 0..32), retain in any::<bool>()) {
         let layout = Layout::new("casambi");
         let _ = layout.is_command(&topic);
@@ -132,6 +134,9 @@ proptest! {
     }
 }
 
+const SWITCH_WORDS: &[(&str, Switch)] =
+    &[("ON", Switch::On), ("on", Switch::On), ("Off", Switch::Off), ("TOGGLE", Switch::Toggle)];
+
 fn num(v: f64, as_int: bool) -> Value {
     if as_int && v.fract() == 0.0 { json!(v as i64) } else { json!(v) }
 }
@@ -146,7 +151,7 @@ proptest! {
         x in (0u32..=1000).prop_map(|n| f64::from(n) / 1000.0),
         y in (1u32..=1000).prop_map(|n| f64::from(n) / 1000.0),
         level in (0u32..=1000).prop_map(|n| f64::from(n) / 1000.0),
-        word in prop::sample::select(vec![("ON", Switch::On), ("on", Switch::On), ("Off", Switch::Off), ("TOGGLE", Switch::Toggle)]),
+        word in prop::sample::select(SWITCH_WORDS),
         as_int in any::<bool>(),
         transition in prop::option::of(0u32..3600),
     ) {
@@ -155,7 +160,12 @@ proptest! {
         if let Some(t) = transition {
             m["transition"] = json!(t);
         }
-        let expected = LightCommand { state: Some(word.1), brightness: Some(b), transition: transition.map(f64::from), ..LightCommand::default() };
+        let expected = LightCommand {
+            state: Some(word.1),
+            brightness: Some(b),
+            transition: transition.map(f64::from),
+            ..LightCommand::default()
+        };
         prop_assert_eq!(parse(&unit, m.to_string().as_bytes()), Ok(Command::Unit(expected)));
         prop_assert_eq!(
             parse(&unit, json!({"color_temp": k}).to_string().as_bytes()),
@@ -182,7 +192,8 @@ proptest! {
             parse(&Target::Scene(3), word.0.as_bytes()),
             Ok(Command::Scene(LevelCommand { state: Some(word.1), brightness: None }))
         );
-        prop_assert_eq!(parse(&Target::Network, json!({"dim_level": level}).to_string().as_bytes()), Ok(Command::Network { level }));
+        let dim = json!({"dim_level": level}).to_string();
+        prop_assert_eq!(parse(&Target::Network, dim.as_bytes()), Ok(Command::Network { level }));
         prop_assert_eq!(parse(&Target::Network, level.to_string().as_bytes()), Ok(Command::Network { level }));
     }
 
@@ -213,13 +224,11 @@ fn mirror(
     groups: &BTreeMap<u32, String>,
     scenes: &BTreeMap<u32, String>,
 ) -> NetMirror {
-    let state = json!({
-        "id": id,
-        "name": name,
-        "units": units.iter().map(|(k, n)| (k.to_string(), json!({"id": k, "name": n}))).collect::<Map<String, Value>>(),
-        "groups": groups.iter().map(|(k, n)| (k.to_string(), json!({"id": k, "name": n}))).collect::<Map<String, Value>>(),
-        "scenes": scenes.iter().map(|(k, n)| (k.to_string(), json!({"id": k, "name": n}))).collect::<Map<String, Value>>(),
-    });
+    let by_id = |m: &BTreeMap<u32, String>| -> Map<String, Value> {
+        m.iter().map(|(k, n)| (k.to_string(), json!({"id": k, "name": n}))).collect()
+    };
+    let state =
+        json!({"id": id, "name": name, "units": by_id(units), "groups": by_id(groups), "scenes": by_id(scenes)});
     let state: NetworkState = serde_json::from_value(state).unwrap_or_default();
     let mut view = NetworkView::new(id);
     view.apply_snapshot(state);
@@ -255,17 +264,19 @@ proptest! {
         let mut nets = BTreeMap::new();
         nets.insert("abc123".to_string(), m.clone());
         let resolved = |topic: String| resolve(&layout, &nets, &topic);
-        prop_assert_eq!(resolved(layout.network_set(&net)), Some(("abc123".to_string(), CommandTarget::Network)));
+        let to = |target: CommandTarget| Some(("abc123".to_string(), target));
+        prop_assert_eq!(resolved(layout.network_set(&net)), to(CommandTarget::Network));
         for (id, s) in &m.unit_slugs {
-            prop_assert_eq!(resolved(layout.unit_leaf(&net, s, "set")), Some(("abc123".to_string(), CommandTarget::Unit { id: *id, attr: None })));
+            let plain = CommandTarget::Unit { id: *id, attr: None };
+            prop_assert_eq!(resolved(layout.unit_leaf(&net, s, "set")), to(plain));
             let t = format!("{}/brightness", layout.unit_leaf(&net, s, "set"));
-            prop_assert_eq!(resolved(t), Some(("abc123".to_string(), CommandTarget::Unit { id: *id, attr: Some("brightness".into()) })));
+            prop_assert_eq!(resolved(t), to(CommandTarget::Unit { id: *id, attr: Some("brightness".into()) }));
         }
         for (id, s) in &m.group_slugs {
-            prop_assert_eq!(resolved(format!("{}/set", layout.group(&net, s))), Some(("abc123".to_string(), CommandTarget::Group(*id))));
+            prop_assert_eq!(resolved(format!("{}/set", layout.group(&net, s))), to(CommandTarget::Group(*id)));
         }
         for (id, s) in &m.scene_slugs {
-            prop_assert_eq!(resolved(format!("{}/set", layout.scene(&net, s))), Some(("abc123".to_string(), CommandTarget::Scene(*id))));
+            prop_assert_eq!(resolved(format!("{}/set", layout.scene(&net, s))), to(CommandTarget::Scene(*id)));
         }
     }
 }

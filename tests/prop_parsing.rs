@@ -106,7 +106,11 @@ const CONTROL_TYPES: &[&str] = &[
 ];
 
 fn key() -> impl Strategy<Value = String> {
-    prop_oneof![3 => prop::sample::select(KEYS).prop_map(str::to_string), 1 => "[a-zA-Z0-9_]{0,6}", 1 => any::<String>()]
+    prop_oneof![
+        3 => prop::sample::select(KEYS).prop_map(str::to_string),
+        1 => "[a-zA-Z0-9_]{0,6}",
+        1 => any::<String>(),
+    ]
 }
 
 /// Any JSON number serde_json can represent, including huge, negative and fractional ones.
@@ -276,7 +280,10 @@ proptest! {
     }
 
     #[test]
-    fn control_shaped_json_never_panics(controls in prop::collection::vec(control_like(), 0..5), nested in any::<bool>()) {
+    fn control_shaped_json_never_panics(
+        controls in prop::collection::vec(control_like(), 0..5),
+        nested in any::<bool>(),
+    ) {
         let list = Value::Array(controls);
         let list = if nested { json!([list]) } else { list };
         let frame = json!({"method": "unitChanged", "wire": 1, "id": 3, "controls": list.clone()});
@@ -569,6 +576,22 @@ fn unit_changed() -> impl Strategy<Value = GenFrame> {
         })
 }
 
+const WIRE_STATUSES: &[&str] = &[
+    "openWireSucceed",
+    "keyAuthenticateFailed",
+    "keyAuthorizeFailed",
+    "invalidSession",
+    "tooManyWires",
+    "invalidValueType",
+    "invalidData",
+    "somethingNew",
+];
+
+/// Parses a JSON value as a frame (it must parse).
+fn frame_of(v: Value) -> ServerMessage {
+    parse_frame(v.to_string().as_bytes()).unwrap_or_else(|e| panic!("{v}: {e}"))
+}
+
 /// The JSON object text of `fields` in their order (a `Value` would sort the keys).
 fn object_text(fields: &[(String, Value)]) -> String {
     let parts: Vec<String> =
@@ -594,7 +617,8 @@ proptest! {
         prop_assert_eq!(state.units.get(&g.unit.id.to_string()), Some(&g.unit));
         // And what the bridge would send on parses back to the same state.
         let again = ServerMessage::UnitChanged { wire: g.wire, unit: g.unit.clone() }.to_json().unwrap();
-        prop_assert_eq!(parse_frame(again.as_bytes()).unwrap(), ServerMessage::UnitChanged { wire: g.wire, unit: g.unit });
+        let expected = ServerMessage::UnitChanged { wire: g.wire, unit: g.unit };
+        prop_assert_eq!(parse_frame(again.as_bytes()).unwrap(), expected);
     }
 
     #[test]
@@ -602,28 +626,29 @@ proptest! {
         wire in any::<u32>(),
         wire_as_float in any::<bool>(),
         online in any::<bool>(),
-        status in prop::sample::select(&["openWireSucceed", "keyAuthenticateFailed", "keyAuthorizeFailed", "invalidSession", "tooManyWires", "invalidValueType", "invalidData", "somethingNew"][..]),
+        status in prop::sample::select(WIRE_STATUSES),
         reference in prop::option::of("[a-zA-Z0-9-]{0,12}"),
         method in "[a-z][a-zA-Z]{0,12}",
         message in any::<String>(),
     ) {
         let w = int_json(i64::from(wire), wire_as_float);
-        let peer = parse_frame(json!({"method": "peerChanged", "wire": w, "online": online}).to_string().as_bytes()).unwrap();
+        let peer = frame_of(json!({"method": "peerChanged", "wire": w, "online": online}));
         prop_assert_eq!(peer, ServerMessage::PeerChanged { wire, online });
-        let upd = parse_frame(json!({"wire": w, "method": "networkUpdated", "extra": [1, 2]}).to_string().as_bytes()).unwrap();
+        let upd = frame_of(json!({"wire": w, "method": "networkUpdated", "extra": [1, 2]}));
         prop_assert_eq!(upd, ServerMessage::NetworkUpdated { wire });
         let mut ws = json!({"wireStatus": status, "wire": w});
         if let Some(r) = &reference {
             ws["ref"] = json!(r);
         }
-        let parsed = parse_frame(ws.to_string().as_bytes()).unwrap();
-        prop_assert_eq!(parsed, ServerMessage::WireStatus { status: WireStatusKind::parse(status), ref_: reference.map(Into::into), wire: Some(wire) });
-        let log = parse_frame(json!({"method": "networkLog", "wire": w, "message": message}).to_string().as_bytes()).unwrap();
+        let ref_ = reference.map(Into::into);
+        let expected = ServerMessage::WireStatus { status: WireStatusKind::parse(status), ref_, wire: Some(wire) };
+        prop_assert_eq!(frame_of(ws), expected);
+        let log = frame_of(json!({"method": "networkLog", "wire": w, "message": message}));
         prop_assert_eq!(log, ServerMessage::NetworkLog { wire: Some(wire), message: Some(message.into()) });
         prop_assert_eq!(parse_frame(br#"{"response":"pong"}"#).unwrap(), ServerMessage::Pong);
         let known = ["unitChanged", "peerChanged", "networkUpdated", "networkLog"];
         if !known.contains(&method.as_str()) {
-            let unknown = parse_frame(json!({"method": method, "wire": w}).to_string().as_bytes()).unwrap();
+            let unknown = frame_of(json!({"method": method, "wire": w}));
             prop_assert_eq!(unknown, ServerMessage::Unknown { method: method.into(), wire: Some(wire) });
         }
     }

@@ -89,7 +89,11 @@ proptest! {
 
     #[test]
     fn network_slugs_are_distinct_and_never_the_reserved_bridge(
-        items in prop::collection::btree_map("[0-9a-f]{1,8}", prop_oneof![name(), Just("Bridge".to_string()), Just("bridge".to_string())], 0..12),
+        items in prop::collection::btree_map(
+            "[0-9a-f]{1,8}",
+            prop_oneof![name(), Just("Bridge".to_string()), Just("bridge".to_string())],
+            0..12,
+        ),
     ) {
         let a: BTreeMap<String, String> = assign(items.clone(), &["bridge"]);
         let distinct: BTreeSet<&String> = a.values().collect();

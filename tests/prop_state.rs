@@ -167,7 +167,11 @@ proptest! {
     }
 
     #[test]
-    fn changed_is_reported_exactly_when_the_state_changed(history in events(), event in unit_state(0..6), live in any::<bool>()) {
+    fn changed_is_reported_exactly_when_the_state_changed(
+        history in events(),
+        event in unit_state(0..6),
+        live in any::<bool>(),
+    ) {
         let mut view = view_after(&history);
         let before = view.units.get(&event.id).map(|u| UnitState::clone(u));
         let presence_before = before.as_ref().and_then(presence);

@@ -101,7 +101,8 @@ async fn names_with_separators_wildcards_nul_and_unicode_cannot_inject_topic_lev
     let sim = Simulator::start_local(SimConfig::new(site.clone())).await.unwrap();
     let mut watcher = Watcher::start(broker.port(), "#").await;
     let yaml = format!(
-        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\nnetworks:\n  - email: demo@example.com\n    password: demo\n\
+        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\n\
+         networks:\n  - email: demo@example.com\n    password: demo\n\
          mqtt:\n  url: {}\n  client_id: topics-test\nhealth:\n  listen: \"\"\n",
         sim.base_url(),
         sim.ws_url(),
@@ -115,7 +116,7 @@ async fn names_with_separators_wildcards_nul_and_unicode_cannot_inject_topic_lev
     let home = e.nets[&site.networks[0].id].clone();
     println!("network slugs: {:?}", e.nets.values().collect::<Vec<_>>());
     println!("unit slugs of {home}: {:?}", e.units[&home]);
-    assert_eq!(home, "home");
+    assert_eq!(home, "home-snowman", "\"Home/+/#\\0 ☃\" transliterates to home-snowman");
     assert!(e.nets.values().all(|s| s != "bridge"), "the reserved slug was handed out");
     let first_unit = format!(
         "casambi/{home}/unit/{}",

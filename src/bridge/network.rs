@@ -50,6 +50,13 @@ impl Default for Timing {
     }
 }
 
+/// Wire events (parsed frames) queued between the event channel and this network's supervisor.
+/// Bounded: when the supervisor (or, behind it, the MQTT side) is slower than the socket, the
+/// channel task waits on this queue and stops reading the socket, so TCP flow control slows the
+/// service down instead of memory growing. At most this many parsed frames (each under
+/// [`crate::cloud::channel::MAX_FRAME_BYTES`]) wait per network.
+pub const WIRE_QUEUE: usize = 1024;
+
 /// A message for the network's wire, built once the wire number is known, with the answer
 /// channel of the caller (commands from MQTT).
 pub struct Outgoing {
@@ -108,7 +115,7 @@ impl Supervisor {
     /// Runs until `shutdown`; never returns an error (failures are retried and reported as
     /// [`Update::Problem`]s and connection states).
     pub async fn run(mut self, shutdown: CancellationToken) {
-        let (wire_tx, mut wire_rx) = mpsc::channel(1024);
+        let (wire_tx, mut wire_rx) = mpsc::channel(WIRE_QUEUE);
         let mut run = Run {
             view: NetworkView::new(&self.id),
             wire_tx,

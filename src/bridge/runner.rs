@@ -23,6 +23,10 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+/// Messages (commands from MQTT) queued for one network's wire. Bounded: senders wait when it
+/// is full; the command layer in front of it keeps at most a few commands per target anyway.
+pub const OUTGOING_QUEUE: usize = 256;
+
 /// How to reach the cloud (the `cloud` section of the configuration).
 #[derive(Debug, Clone)]
 pub struct CloudSettings {
@@ -234,7 +238,7 @@ impl CredentialTask {
         }
         self.set_state(CredentialState::Running);
         for session in opened.sessions {
-            let (outgoing_tx, outgoing_rx) = mpsc::channel(256);
+            let (outgoing_tx, outgoing_rx) = mpsc::channel(OUTGOING_QUEUE);
             {
                 let mut networks = self.networks.lock().unwrap_or_else(|p| p.into_inner());
                 if networks.contains_key(&session.network_id) {

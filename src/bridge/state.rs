@@ -316,7 +316,12 @@ impl NetworkView {
         let switch = live && (is_switch(stored) || is_switch(&update));
         let event = if switch { Some(UnitEvent::Switch(update.controls.clone().unwrap_or_default())) } else { None };
         if changed {
-            merge(Arc::make_mut(stored), update);
+            match Arc::get_mut(stored) {
+                Some(only) => merge(only, update),
+                // The MQTT side still holds the previous version: build the new one from the
+                // update, copying only the fields it does not carry (not the whole unit).
+                None => *stored = Arc::new(merged(stored, update)),
+            }
         }
         let event = match (event, presence(stored)) {
             (Some(e), _) => Some(e),
@@ -372,31 +377,39 @@ pub fn presence(u: &UnitState) -> Option<bool> {
     })
 }
 
+/// Applies a macro to the list of every optional field of [`UnitState`] (one list, so the diff
+/// and the merge can never disagree about which fields exist).
+macro_rules! with_unit_fields {
+    ($m:ident) => {
+        $m!(
+            address,
+            name,
+            image,
+            position,
+            fixture_id,
+            firmware_version,
+            group_id,
+            unit_type,
+            priority,
+            scene,
+            on,
+            online,
+            condition,
+            status,
+            active_scene_id,
+            controls,
+            dim_level,
+            details
+        )
+    };
+}
+
 /// Whether merging `update` into `stored` would change it. Compares without allocating.
 fn differs(stored: &UnitState, update: &UnitState) -> bool {
     macro_rules! field_differs {
         ($($f:ident),*) => { false $(|| update.$f.as_ref().is_some_and(|v| stored.$f.as_ref() != Some(v)))* };
     }
-    field_differs!(
-        address,
-        name,
-        image,
-        position,
-        fixture_id,
-        firmware_version,
-        group_id,
-        unit_type,
-        priority,
-        scene,
-        on,
-        online,
-        condition,
-        status,
-        active_scene_id,
-        controls,
-        dim_level,
-        details
-    )
+    with_unit_fields!(field_differs)
 }
 
 /// Moves every field `update` carries into `stored`.
@@ -404,26 +417,16 @@ fn merge(stored: &mut UnitState, update: UnitState) {
     macro_rules! take {
         ($($f:ident),*) => { $(if update.$f.is_some() { stored.$f = update.$f; })* };
     }
-    take!(
-        address,
-        name,
-        image,
-        position,
-        fixture_id,
-        firmware_version,
-        group_id,
-        unit_type,
-        priority,
-        scene,
-        on,
-        online,
-        condition,
-        status,
-        active_scene_id,
-        controls,
-        dim_level,
-        details
-    );
+    with_unit_fields!(take);
+}
+
+/// `stored` with every field `update` carries replaced, as a new value: the fields of `update`
+/// are moved, only the others are cloned from `stored`.
+fn merged(stored: &UnitState, update: UnitState) -> UnitState {
+    macro_rules! build {
+        ($($f:ident),*) => { UnitState { id: update.id, $($f: update.$f.or_else(|| stored.$f.clone()),)* } };
+    }
+    with_unit_fields!(build)
 }
 
 #[cfg(test)]

@@ -40,6 +40,10 @@ pub const DEFAULT_SESSION_HEADER: &str = "X-Casambi-Session";
 pub const MAX_SESSION_SET: usize = 100;
 /// Most bytes of an error body read for its message.
 const MAX_ERROR_BODY: usize = 16 * 1024;
+/// Most bytes of a successful response body. The largest real responses (the state of a big
+/// network, a page of 100 000 datapoints) are a few MiB; a larger body is refused as a transport
+/// error (retried with backoff) instead of being buffered whole.
+pub const MAX_BODY: usize = 64 * 1024 * 1024;
 
 /// Settings of a [`RestClient`].
 #[derive(Clone, Debug)]
@@ -353,7 +357,7 @@ impl RestClient {
         let status = response.status();
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
         if status.is_success() {
-            let bytes = response.bytes().await.map_err(CloudError::transport);
+            let bytes = read_body(response).await;
             inner.stats.record(ep, Outcome::Status(status.as_u16()), started.elapsed());
             tracing::debug!(
                 endpoint = ep.as_str(),
@@ -361,7 +365,7 @@ impl RestClient {
                 elapsed_ms = started.elapsed().as_millis() as u64,
                 "cloud request"
             );
-            return Ok(Body { content_type, bytes: bytes?.to_vec() });
+            return Ok(Body { content_type, bytes: bytes? });
         }
         let reason = reason_phrase(&response);
         let retry_after = response
@@ -389,6 +393,22 @@ impl RestClient {
 fn reason_phrase(response: &reqwest::Response) -> Option<String> {
     let phrase = response.extensions().get::<hyper::ext::ReasonPhrase>()?;
     std::str::from_utf8(phrase.as_bytes()).ok().map(str::to_owned)
+}
+
+/// Reads a successful response body of at most [`MAX_BODY`] bytes.
+async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, CloudError> {
+    let too_large = || CloudError::Transport(format!("response body larger than {} MiB", MAX_BODY / (1024 * 1024)));
+    if response.content_length().is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(too_large());
+    }
+    let mut buf = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(CloudError::transport)? {
+        if buf.len() + chunk.len() > MAX_BODY {
+            return Err(too_large());
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf)
 }
 
 /// Reads at most [`MAX_ERROR_BODY`] bytes of an error response as text.

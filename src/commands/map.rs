@@ -19,11 +19,11 @@
 //! colour, colour temperature to a unit without CCT and brightness to an on/off-only unit are
 //! refused with the reason.
 
-use super::color::{rgb8_to_hue_sat, xy_to_hue_sat};
 use super::error::CommandError;
 use super::known::{Key, NetworkInfo, UnitInfo};
 use super::parse::{ColorCommand, Command, LevelCommand, LightCommand, Switch};
 use crate::cloud::model::{ClientMessage, RgbTarget, SourceTarget, TargetControls, ValueTarget};
+use crate::color::{rgb8_to_hue_sat, xy_to_hue_sat};
 use std::time::Duration;
 
 /// What to send for a command.

@@ -18,7 +18,6 @@
 //! - [`known`]: what the layer knows of each network (fed by `observe`).
 //! - [`dispatch`]: queues, coalescing, retries, rejections.
 
-pub mod color;
 pub mod dispatch;
 pub mod error;
 pub mod known;

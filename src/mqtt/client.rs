@@ -354,6 +354,13 @@ impl Client {
 
     /// Subscribes to `filters` at the configured QoS.
     pub async fn subscribe(&self, filters: &[String]) -> Result<(), ClientError> {
+        self.subscribe_with(filters, false).await
+    }
+
+    /// Subscribes to `filters`; with `retain_as_published` (MQTT 5 only) the broker keeps the
+    /// retain flag of messages published while subscribed, so a live retained command can be
+    /// told from a plain one. MQTT 3.1.1 clears the flag on live messages whatever is asked.
+    pub async fn subscribe_with(&self, filters: &[String], retain_as_published: bool) -> Result<(), ClientError> {
         if filters.is_empty() {
             return Ok(());
         }
@@ -363,9 +370,11 @@ impl Client {
                 .await
                 .is_ok(),
             Inner::V5(c) => c
-                .subscribe_many(
-                    filters.iter().map(|f| rumqttc::v5::mqttbytes::v5::Filter::new(f.clone(), qos5(self.qos))),
-                )
+                .subscribe_many(filters.iter().map(|f| {
+                    let mut filter = rumqttc::v5::mqttbytes::v5::Filter::new(f.clone(), qos5(self.qos));
+                    filter.preserve_retain = retain_as_published;
+                    filter
+                }))
                 .await
                 .is_ok(),
         };

@@ -9,6 +9,7 @@
 use super::client::Message;
 use super::render::NetMirror;
 use super::topics::Layout;
+use crate::commands::Target as CommandTarget;
 use std::collections::BTreeMap;
 
 /// A command as received: its topic and payload.
@@ -20,25 +21,6 @@ pub struct CommandMessage {
     pub payload: Vec<u8>,
 }
 
-/// What a command topic names, resolved from slugs to ids with the publisher's own slug tables
-/// (so a command reaches exactly the thing whose topics it sits under).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommandTarget {
-    /// `<base>/<net>/unit/<unit>/set` (`attr: None`) or `…/set/<attr>`.
-    Unit {
-        /// Unit id.
-        id: u32,
-        /// The attribute of `…/set/<attr>`.
-        attr: Option<String>,
-    },
-    /// `<base>/<net>/group/<group>/set`.
-    Group(u32),
-    /// `<base>/<net>/scene/<scene>/set`.
-    Scene(u32),
-    /// `<base>/<net>/set`.
-    Network,
-}
-
 /// A command resolved to its network and target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedCommand {
@@ -46,7 +28,8 @@ pub struct ResolvedCommand {
     pub message: CommandMessage,
     /// Network id.
     pub network: String,
-    /// What the topic names.
+    /// What the topic names (resolved with the publisher's own slug tables, so a command reaches
+    /// exactly the thing whose topics it sits under).
     pub target: CommandTarget,
 }
 

@@ -15,7 +15,6 @@
 
 pub mod caps;
 pub mod client;
-pub mod color;
 pub mod commands;
 pub mod discovery;
 pub mod gc;
@@ -29,7 +28,7 @@ pub mod unit_json;
 
 use crate::bridge::update::Update;
 use client::{Client, Will};
-pub use commands::{CommandMessage, CommandTarget, ResolvedCommand};
+pub use commands::{CommandMessage, ResolvedCommand};
 pub use publisher::Tuning;
 pub use settings::{Config, DiscoveryMode, HaSettings, MqttSettings, OutputSettings, Protocol, SettingsError};
 use tokio::sync::mpsc;

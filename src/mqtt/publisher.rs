@@ -193,12 +193,15 @@ impl Publisher {
     async fn on_connected(&mut self) {
         tracing::info!(url = %super::client::redact_url(&self.config.mqtt.url), "connected to the MQTT broker");
         self.connected = true;
-        let mut filters = self.renderer.layout.command_filters();
-        if self.config.homeassistant.enabled {
-            filters.push(self.config.homeassistant.status_topic.clone());
-        }
-        if self.client.subscribe(&filters).await.is_err() {
+        // Commands keep their retain flag (MQTT 5), so one published retained is ignored at once,
+        // not only when it is replayed on the next connection.
+        if self.client.subscribe_with(&self.renderer.layout.command_filters(), true).await.is_err() {
             tracing::warn!("could not subscribe to the command topics");
+        }
+        if self.config.homeassistant.enabled
+            && self.client.subscribe(std::slice::from_ref(&self.config.homeassistant.status_topic)).await.is_err()
+        {
+            tracing::warn!("could not subscribe to the Home Assistant status topic");
         }
         let ops = self.store.resync();
         self.send(ops).await;

@@ -9,7 +9,7 @@
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
 use super::topics::{self, Layout};
-use super::unit_json::{UNIT_KEYS, group_json, network_json, plain, unit_json};
+use super::unit_json::{UNIT_KEYS, group_json, member_reading, network_json, plain, unit_json};
 use crate::bridge::state::NetworkView;
 use crate::cloud::model::UnitState;
 use serde_json::{Map, Value, json};
@@ -264,6 +264,28 @@ impl Renderer {
 
     /// A unit's topics: its device and entities, its JSON, its attribute topics, its availability.
     pub fn unit(&self, m: &NetMirror, id: u32) -> Topics {
+        let mut out = self.unit_discovery(m, id);
+        out.extend(self.unit_state_topics(m, id));
+        out
+    }
+
+    /// The discovery part of [`Renderer::unit`]: what depends on the unit's identity (name,
+    /// address, fixture, firmware), its capabilities and the slugs, never on its state.
+    pub fn unit_discovery(&self, m: &NetMirror, id: u32) -> Topics {
+        let (Some(unit), Some(slug)) = (m.view.units.get(&id), m.unit_slugs.get(&id)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if self.discovery.is_some() {
+            let device = self.unit_device(m, unit, slug, &m.caps(unit));
+            self.push_discovery(&mut out, &device);
+        }
+        out
+    }
+
+    /// The state part of [`Renderer::unit`]: the unit JSON, the attribute topics and the
+    /// availability, all at or below the unit's state topic ([`Layout::unit`]).
+    pub fn unit_state_topics(&self, m: &NetMirror, id: u32) -> Topics {
         let (Some(unit), Some(slug)) = (m.view.units.get(&id), m.unit_slugs.get(&id)) else {
             return Vec::new();
         };
@@ -271,14 +293,10 @@ impl Renderer {
         let net = m.slug.as_str();
         let caps = m.caps(unit);
         let state_topic = l.unit(net, slug);
-        let mut out = Vec::new();
-        if self.discovery.is_some() {
-            let device = self.unit_device(m, unit, slug, &caps);
-            self.push_discovery(&mut out, &device);
-        }
+        let mut out = Vec::with_capacity(2 + if self.attribute_topics { UNIT_KEYS.len() } else { 0 });
         let json = unit_json(unit, &caps);
         // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
-        out.push((state_topic, Value::Object(json.clone()).to_string()));
+        out.push((state_topic, serde_json::to_string(&json).unwrap_or_default()));
         if self.attribute_topics {
             for key in UNIT_KEYS {
                 if let Some(text) = json.get(key).and_then(plain) {
@@ -380,8 +398,11 @@ impl Renderer {
         let (Some(g), Some(slug)) = (m.view.groups.get(&id), m.group_slugs.get(&id)) else {
             return Vec::new();
         };
-        let members: BTreeMap<u32, Map<String, Value>> =
-            g.units.iter().filter_map(|u| m.view.units.get(u).map(|unit| (*u, self.unit_state(m, unit)))).collect();
+        let members: BTreeMap<u32, _> = g
+            .units
+            .iter()
+            .filter_map(|u| m.view.units.get(u).map(|unit| (*u, member_reading(unit, &m.caps(unit)))))
+            .collect();
         vec![(self.layout.group(&m.slug, slug), group_json(g, &members).to_string())]
     }
 

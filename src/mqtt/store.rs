@@ -42,22 +42,31 @@ impl Store {
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
     pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
         let old = self.desired.remove(&owner).unwrap_or_default();
-        for (t, _) in &old {
-            if self.index.get(t) == Some(&owner) {
-                self.index.remove(t);
+        // The common case (a state change) keeps the owner's topics: the index then only needs
+        // the topics another owner took over back, and nothing can become unwanted.
+        let same_topics = old.len() == topics.len() && old.iter().zip(&topics).all(|(a, b)| a.0 == b.0);
+        if !same_topics {
+            for (t, _) in &old {
+                if self.index.get(t) == Some(&owner) {
+                    self.index.remove(t);
+                }
             }
         }
         let mut ops = Vec::new();
         for (t, p) in &topics {
-            self.index.insert(t.clone(), owner.clone());
+            if !same_topics || self.index.get(t) != Some(&owner) {
+                self.index.insert(t.clone(), owner.clone());
+            }
             let previous = self.published.get(t);
             if previous != Some(p) {
                 ops.push(Op::Publish { topic: t.clone(), payload: p.clone(), previous: previous.cloned() });
             }
         }
-        for (t, _) in &old {
-            if !self.index.contains_key(t) && self.published.contains_key(t) {
-                ops.push(Op::Clear { topic: t.clone() });
+        if !same_topics {
+            for (t, _) in &old {
+                if !self.index.contains_key(t) && self.published.contains_key(t) {
+                    ops.push(Op::Clear { topic: t.clone() });
+                }
             }
         }
         if !topics.is_empty() {
@@ -69,6 +78,11 @@ impl Store {
     /// Drops `owner` and returns the clears of its topics.
     pub fn remove(&mut self, owner: &Owner) -> Vec<Op> {
         self.set(owner.clone(), Vec::new())
+    }
+
+    /// The topics `owner` wants (empty when it wants none).
+    pub fn desired_of(&self, owner: &Owner) -> &[(String, String)] {
+        self.desired.get(owner).map_or(&[], Vec::as_slice)
     }
 
     /// The owners of one network's topics.

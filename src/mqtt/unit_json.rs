@@ -5,9 +5,9 @@
 //! nothing the cloud reports is lost even when the bridge does not understand it.
 
 use super::caps::Caps;
-use super::color::{hue_sat_to_xy, parse_rgb, round4};
 use crate::bridge::state::{GroupInfo, NetworkStatus, SceneInfo, presence};
 use crate::cloud::model::{ColorSource, Control, UnitState};
+use crate::color::{hue_sat_to_xy, parse_rgb, rgb8_to_xy, round4};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -51,13 +51,18 @@ fn find<'a, T>(unit: &'a UnitState, f: impl Fn(&'a Control) -> Option<T>) -> Opt
     unit.controls.as_ref()?.iter().find_map(f)
 }
 
+/// xy rounded to 4 decimals, as published.
+fn rounded((x, y): (f64, f64)) -> (f64, f64) {
+    (round4(x), round4(y))
+}
+
 /// The colour of the unit as CIE xy, from whatever form the `Color` control carries.
 fn color_xy(unit: &UnitState) -> Option<(f64, f64)> {
     find(unit, |c| match c {
         Control::Color(col) => match (col.x, col.y, col.hue, col.sat, col.rgb.as_deref()) {
             (Some(x), Some(y), ..) => Some((round4(x), round4(y))),
-            (_, _, Some(h), Some(s), _) => Some(hue_sat_to_xy(h, s)),
-            (_, _, _, _, Some(rgb)) => parse_rgb(rgb).map(|(r, g, b)| super::color::rgb_to_xy(r, g, b)),
+            (_, _, Some(h), Some(s), _) => Some(rounded(hue_sat_to_xy(h, s))),
+            (_, _, _, _, Some(rgb)) => parse_rgb(rgb).map(|(r, g, b)| rounded(rgb8_to_xy(r, g, b))),
             _ => None,
         },
         _ => None,
@@ -144,19 +149,40 @@ pub fn plain(v: &Value) -> Option<String> {
     }
 }
 
+/// What the group JSON needs of a member: the `state` and `brightness` of its unit JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemberReading {
+    /// `ON`/`OFF` for a light, `None` otherwise.
+    pub state: Option<&'static str>,
+    /// Brightness 0–255 of its Dimmer.
+    pub brightness: Option<u8>,
+}
+
+/// A member's reading, as [`unit_json`] computes `state` and `brightness` (without building the
+/// whole unit JSON: a group is re-rendered whenever one of its members changes).
+pub fn member_reading(unit: &UnitState, caps: &Caps) -> MemberReading {
+    MemberReading {
+        state: if caps.is_light() { light_state(unit) } else { None },
+        brightness: find(unit, |c| match c {
+            Control::Dimmer(d) => Some(to_255(d.value)),
+            _ => None,
+        }),
+    }
+}
+
 /// The group JSON: `state` ON when any member light is on (OFF when the members' states are known
 /// and none is), `brightness` the highest of the members', `members` the unit ids.
-pub fn group_json(group: &GroupInfo, members: &BTreeMap<u32, Map<String, Value>>) -> Value {
+pub fn group_json(group: &GroupInfo, members: &BTreeMap<u32, MemberReading>) -> Value {
     let mut state: Option<&str> = None;
-    let mut brightness: Option<u64> = None;
+    let mut brightness: Option<u8> = None;
     for id in &group.units {
         let Some(m) = members.get(id) else { continue };
-        match m.get("state").and_then(Value::as_str) {
+        match m.state {
             Some("ON") => state = Some("ON"),
             Some("OFF") if state.is_none() => state = Some("OFF"),
             _ => {}
         }
-        if let Some(b) = m.get("brightness").and_then(Value::as_u64) {
+        if let Some(b) = m.brightness {
             brightness = Some(brightness.map_or(b, |old| old.max(b)));
         }
     }

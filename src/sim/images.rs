@@ -5,7 +5,7 @@
 //! always gives the same bytes, different ids give visibly different images, and every file is a
 //! valid PNG that any decoder accepts.
 
-use super::render::hsv_to_rgb;
+use crate::color::hsv_to_rgb8 as hsv_to_rgb;
 
 /// Width and height of every generated image, in pixels.
 pub const SIZE: u32 = 32;

@@ -1,7 +1,7 @@
 //! Renders the simulator's truth in the exact shapes the real service uses: REST objects (ints as
 //! ints, controls nested `[[...]]`, offline units without `on`/`controls`/`dimLevel`/`status`) and
-//! WebSocket `unitChanged` bodies (ints as floats such as `3.0`, controls flat). Also the colour
-//! conversions the simulated luminaires need.
+//! WebSocket `unitChanged` bodies (ints as floats such as `3.0`, controls flat). Colour
+//! conversions live in [`crate::color`].
 
 use super::world::{NetView, NetworkTruth, UnitTruth, control_value, round6};
 use serde_json::{Map, Value, json};
@@ -155,116 +155,4 @@ pub fn network(net: &NetworkTruth, state: bool) -> Value {
 pub fn fixture(f: &super::site::Fixture) -> Value {
     json!({"id": f.id, "type": f.kind, "vendor": f.vendor, "model": f.model, "translations": {},
            "controls": f.controls})
-}
-
-/// Parses `rgb(r, g, b)` (spaces optional).
-pub fn parse_rgb(text: &str) -> Option<(u8, u8, u8)> {
-    let inner = text.trim().strip_prefix("rgb(")?.strip_suffix(')')?;
-    let mut parts = inner.split(',').map(|p| p.trim().parse::<u8>());
-    let rgb = (parts.next()?.ok()?, parts.next()?.ok()?, parts.next()?.ok()?);
-    parts.next().is_none().then_some(rgb)
-}
-
-/// Full-value HSV (hue and saturation 0..1) to 8-bit RGB.
-pub fn hsv_to_rgb(hue: f64, sat: f64) -> (u8, u8, u8) {
-    let h = (hue.rem_euclid(1.0)) * 6.0;
-    let c = sat;
-    let x = c * (1.0 - ((h % 2.0) - 1.0).abs());
-    let (r, g, b) = match h as u32 {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        _ => (c, 0.0, x),
-    };
-    let m = 1.0 - c;
-    let to8 = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
-    (to8(r), to8(g), to8(b))
-}
-
-/// 8-bit RGB to hue and saturation (0..1).
-pub fn rgb_to_hue_sat(r: u8, g: u8, b: u8) -> (f64, f64) {
-    let (r, g, b) = (f64::from(r) / 255.0, f64::from(g) / 255.0, f64::from(b) / 255.0);
-    let max = r.max(g).max(b);
-    let min = r.min(g).min(b);
-    let d = max - min;
-    if max <= 0.0 || d <= 0.0 {
-        return (0.0, 0.0);
-    }
-    let h = if max == r {
-        ((g - b) / d).rem_euclid(6.0)
-    } else if max == g {
-        (b - r) / d + 2.0
-    } else {
-        (r - g) / d + 4.0
-    };
-    (round6(h / 6.0), round6(d / max))
-}
-
-fn srgb_to_linear(c: f64) -> f64 {
-    if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
-}
-
-fn linear_to_srgb(c: f64) -> f64 {
-    if c <= 0.003_130_8 { 12.92 * c } else { 1.055 * c.powf(1.0 / 2.4) - 0.055 }
-}
-
-/// 8-bit sRGB to CIE xy (sRGB primaries, D65 white). Black maps to the white point.
-pub fn rgb_to_xy(r: u8, g: u8, b: u8) -> (f64, f64) {
-    let (r, g, b) = (
-        srgb_to_linear(f64::from(r) / 255.0),
-        srgb_to_linear(f64::from(g) / 255.0),
-        srgb_to_linear(f64::from(b) / 255.0),
-    );
-    let x = 0.4124 * r + 0.3576 * g + 0.1805 * b;
-    let y = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    let z = 0.0193 * r + 0.1192 * g + 0.9505 * b;
-    let sum = x + y + z;
-    if sum <= 0.0 {
-        return (0.3127, 0.329);
-    }
-    (round6(x / sum), round6(y / sum))
-}
-
-/// CIE xy to 8-bit sRGB at full brightness (sRGB primaries, D65 white, sRGB gamma).
-pub fn xy_to_rgb(x: f64, y: f64) -> (u8, u8, u8) {
-    if y <= 0.0 {
-        return (0, 0, 0);
-    }
-    let big_y = 1.0;
-    let big_x = x * big_y / y;
-    let big_z = (1.0 - x - y) * big_y / y;
-    let r = 3.2406 * big_x - 1.5372 * big_y - 0.4986 * big_z;
-    let g = -0.9689 * big_x + 1.8758 * big_y + 0.0415 * big_z;
-    let b = 0.0557 * big_x - 0.2040 * big_y + 1.0570 * big_z;
-    let (r, g, b) = (r.max(0.0), g.max(0.0), b.max(0.0));
-    let max = r.max(g).max(b);
-    let scale = if max > 1.0 { max } else { 1.0 };
-    let to8 = |v: f64| (linear_to_srgb(v / scale) * 255.0).round().clamp(0.0, 255.0) as u8;
-    (to8(r), to8(g), to8(b))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rgb_text_parsing() {
-        assert_eq!(parse_rgb("rgb(255, 10, 0)"), Some((255, 10, 0)));
-        assert_eq!(parse_rgb("rgb(1,2,3)"), Some((1, 2, 3)));
-        assert_eq!(parse_rgb("rgb(256, 0, 0)"), None);
-        assert_eq!(parse_rgb("rgb(1, 2)"), None);
-        assert_eq!(parse_rgb("1, 2, 3"), None);
-    }
-
-    #[test]
-    fn colour_round_trips() {
-        assert_eq!(hsv_to_rgb(0.0, 1.0), (255, 0, 0));
-        assert_eq!(rgb_to_hue_sat(0, 255, 0), (round6(1.0 / 3.0), 1.0));
-        let (x, y) = rgb_to_xy(255, 255, 255);
-        assert!((x - 0.3127).abs() < 0.001 && (y - 0.329).abs() < 0.001);
-        let (r, g, b) = xy_to_rgb(0.64, 0.33);
-        assert!(r > 250 && g < 10 && b < 10, "{r} {g} {b}");
-    }
 }

@@ -491,7 +491,7 @@ fn parse_targets(targets: &Map<String, Value>) -> Result<Vec<Target>, ControlErr
             },
             "RGB" => match obj.get("rgb") {
                 Some(Value::String(s)) => {
-                    let (r, g, b) = render::parse_rgb(s)
+                    let (r, g, b) = crate::color::parse_rgb(s)
                         .ok_or_else(|| ControlError::InvalidData(format!("RGB.rgb {s:?} is not rgb(r, g, b)")))?;
                     Target::Rgb(r, g, b)
                 }
@@ -547,12 +547,12 @@ impl Target {
                 }
             }
             Target::Hue { hue, sat } => {
-                let (r, g, b) = render::hsv_to_rgb(*hue, *sat);
+                let (r, g, b) = crate::color::hsv_to_rgb8(*hue, *sat);
                 set_color(controls, r, g, b);
             }
             Target::Rgb(r, g, b) => set_color(controls, *r, *g, *b),
             Target::Xy(x, y) => {
-                let (r, g, b) = render::xy_to_rgb(*x, *y);
+                let (r, g, b) = crate::color::xy_to_rgb8(*x, *y);
                 set_color(controls, r, g, b);
                 set(controls, "Color", "x", *x);
                 set(controls, "Color", "y", *y);
@@ -564,8 +564,8 @@ impl Target {
 }
 
 fn set_color(controls: &mut [Value], r: u8, g: u8, b: u8) {
-    let (hue, sat) = render::rgb_to_hue_sat(r, g, b);
-    let (x, y) = render::rgb_to_xy(r, g, b);
+    let (hue, sat) = crate::color::rgb8_to_hue_sat(r, g, b);
+    let (x, y) = crate::color::rgb8_to_xy(r, g, b);
     set(controls, "Color", "hue", hue);
     set(controls, "Color", "sat", sat);
     set(controls, "Color", "x", x);

@@ -1,7 +1,11 @@
-//! Colour for `RGB: {hue, sat}`: the cloud takes colour as hue and saturation (0..1, the form
-//! public clients send to the real service), Home Assistant sends CIE 1931 xy.
+//! Colour conversions shared by the whole project: the published state (the cloud reports colour
+//! as CIE xy, as hue/saturation or as an `rgb(r, g, b)` string; Home Assistant wants xy), the
+//! commands (Home Assistant sends xy; the cloud takes `RGB {hue, sat}`), and the simulator's
+//! luminaires. One convention everywhere (DESIGN §4): sRGB primaries, D65 white, the sRGB transfer
+//! curve (IEC 61966-2-1). Functions return unrounded values unless they say otherwise; callers
+//! round for presentation.
 //!
-//! xy → hue/sat, with the same conventions as the rest of the bridge and the simulator (DESIGN §4):
+//! xy → hue/sat ([`xy_to_hue_sat`]):
 //! 1. xy at luminance Y = 1 → XYZ (`X = x/y`, `Z = (1 − x − y)/y`);
 //! 2. XYZ → linear sRGB with the IEC 61966-2-1 matrix (sRGB primaries, D65 white);
 //! 3. a colour outside the sRGB gamut has its negative channels set to 0 (it lands on the gamut
@@ -39,7 +43,8 @@ fn decode(c: f64) -> f64 {
     if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
 }
 
-fn round4(v: f64) -> f64 {
+/// Rounds to 4 decimals (published xy values).
+pub fn round4(v: f64) -> f64 {
     (v * 10_000.0).round() / 10_000.0
 }
 
@@ -87,28 +92,75 @@ pub fn rgb8_to_hue_sat(r: u8, g: u8, b: u8) -> (f64, f64) {
 /// CIE xy of a fully bright colour of `hue` and `sat`: the exact inverse of [`xy_to_hue_sat`]
 /// for colours inside the sRGB gamut (used to measure the conversion's precision).
 pub fn hue_sat_to_xy(hue: f64, sat: f64) -> (f64, f64) {
+    let (r, g, b) = hsv_to_rgb(hue, sat);
+    rgb_to_xy(r, g, b)
+}
+
+/// Parses `rgb(r, g, b)` (spaces optional).
+pub fn parse_rgb(text: &str) -> Option<(u8, u8, u8)> {
+    let inner = text.trim().strip_prefix("rgb(")?.strip_suffix(')')?;
+    let mut parts = inner.split(',').map(|p| p.trim().parse::<u8>());
+    let rgb = (parts.next()?.ok()?, parts.next()?.ok()?, parts.next()?.ok()?);
+    parts.next().is_none().then_some(rgb)
+}
+
+fn to8(v: f64) -> u8 {
+    (v * 255.0).round().clamp(0.0, 255.0) as u8
+}
+
+/// Full-value HSV (hue and saturation 0..1) → gamma-encoded channels 0..1.
+fn hsv_to_rgb(hue: f64, sat: f64) -> (f64, f64, f64) {
     let h = hue.rem_euclid(1.0) * 6.0;
     let s = sat.clamp(0.0, 1.0);
     let f = h - h.floor();
     let (p, q, t) = (1.0 - s, 1.0 - s * f, 1.0 - s * (1.0 - f));
-    let (r, g, b) = match h.floor() as u8 {
+    match h.floor() as u8 {
         0 => (1.0, t, p),
         1 => (q, 1.0, p),
         2 => (p, 1.0, t),
         3 => (p, q, 1.0),
         4 => (t, p, 1.0),
         _ => (1.0, p, q),
-    };
+    }
+}
+
+/// Full-value HSV (hue and saturation 0..1) → 8-bit sRGB.
+pub fn hsv_to_rgb8(hue: f64, sat: f64) -> (u8, u8, u8) {
+    let (r, g, b) = hsv_to_rgb(hue, sat);
+    (to8(r), to8(g), to8(b))
+}
+
+/// Gamma-encoded channels 0..1 → CIE xy; black maps to the D65 white point.
+fn rgb_to_xy(r: f64, g: f64, b: f64) -> (f64, f64) {
     let lin = [decode(r), decode(g), decode(b)];
     let [cx, cy, cz] = RGB_TO_XYZ.map(|row| row[0] * lin[0] + row[1] * lin[1] + row[2] * lin[2]);
     let sum = cx + cy + cz;
     if sum <= 0.0 { (0.3127, 0.329) } else { (cx / sum, cy / sum) }
 }
 
+/// 8-bit sRGB → CIE xy (unrounded); black maps to the D65 white point.
+pub fn rgb8_to_xy(r: u8, g: u8, b: u8) -> (f64, f64) {
+    rgb_to_xy(f64::from(r) / 255.0, f64::from(g) / 255.0, f64::from(b) / 255.0)
+}
+
+/// CIE xy → 8-bit sRGB at full brightness (out-of-gamut channels clipped at 0).
+pub fn xy_to_rgb8(x: f64, y: f64) -> (u8, u8, u8) {
+    if !(x.is_finite() && y.is_finite() && y > 0.0) {
+        return (0, 0, 0);
+    }
+    let xyz = [x / y, 1.0, (1.0 - x - y) / y];
+    let lin = XYZ_TO_RGB.map(|row| (row[0] * xyz[0] + row[1] * xyz[1] + row[2] * xyz[2]).max(0.0));
+    let max = lin[0].max(lin[1]).max(lin[2]);
+    if max <= 0.0 {
+        return (0, 0, 0);
+    }
+    let [r, g, b] = lin.map(|c| to8(encode(c / max)));
+    (r, g, b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::render;
 
     #[test]
     fn primaries_and_white() {
@@ -148,8 +200,8 @@ mod tests {
                 let (h, s) = xy_to_hue_sat(x, y);
                 let (bx, by) = hue_sat_to_xy(h, s);
                 exact_max = exact_max.max((bx - x).abs().max((by - y).abs()));
-                let (r, g, b) = render::hsv_to_rgb(h, s);
-                let (sx, sy) = render::rgb_to_xy(r, g, b);
+                let (r, g, b) = hsv_to_rgb8(h, s);
+                let (sx, sy) = rgb8_to_xy(r, g, b);
                 let e = (sx - x).abs().max((sy - y).abs());
                 sim_max = sim_max.max(e);
                 sim_sum += e;
@@ -161,6 +213,25 @@ mod tests {
         assert!(exact_max < 0.0002, "exact inverse: {exact_max}");
         assert!(sim_max < 0.0015, "through 8-bit rendering: {sim_max}");
         assert!(mean < 0.0005, "mean through 8-bit rendering: {mean}");
+    }
+
+    #[test]
+    fn rgb_text_and_8_bit_conversions() {
+        assert_eq!(parse_rgb("rgb(255, 10, 0)"), Some((255, 10, 0)));
+        assert_eq!(parse_rgb("rgb(1,2,3)"), Some((1, 2, 3)));
+        assert_eq!(parse_rgb("rgb(256, 0, 0)"), None);
+        assert_eq!(parse_rgb("rgb(1, 2)"), None);
+        assert_eq!(parse_rgb("#fff"), None);
+        assert_eq!(hsv_to_rgb8(0.0, 1.0), (255, 0, 0));
+        let r = |(x, y): (f64, f64)| (round4(x), round4(y));
+        assert_eq!(r(rgb8_to_xy(255, 255, 255)), (0.3127, 0.329));
+        assert_eq!(r(rgb8_to_xy(255, 0, 0)), (0.64, 0.33));
+        assert_eq!(r(rgb8_to_xy(0, 255, 0)), (0.3, 0.6));
+        assert_eq!(r(rgb8_to_xy(0, 0, 255)), (0.15, 0.06));
+        assert_eq!(r(hue_sat_to_xy(0.0, 1.0)), (0.64, 0.33));
+        assert_eq!(r(hue_sat_to_xy(0.5, 0.0)), (0.3127, 0.329));
+        assert_eq!(xy_to_rgb8(0.64, 0.33), (255, 0, 0));
+        assert_eq!(xy_to_rgb8(0.3, 0.0), (0, 0, 0));
     }
 
     #[test]

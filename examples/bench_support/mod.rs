@@ -1,0 +1,419 @@
+//! Shared pieces of the `bench_e2e` and `bench_scale` examples: a mosquitto broker of their own,
+//! the bridge in a child process (the same example binary started with `--bridge CONFIG`, which
+//! runs `app::run`), a subscriber that timestamps every message, `/proc` readings (CPU time, peak
+//! RSS) and statistics.
+//!
+//! The bridge runs alone in its process so that its CPU time and memory are read from
+//! `/proc/<pid>/` without the simulator's, the driver's or the subscriber's share.
+#![allow(dead_code)]
+
+use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+// ---------------------------------------------------------------------------------------------
+
+/// Pids of the children, killed by the watchdog if the run overstays.
+static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+fn register(pid: u32) {
+    CHILDREN.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+}
+
+fn unregister(pid: u32) {
+    CHILDREN.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| *p != pid);
+}
+
+/// Ends the whole run (children included) after `limit`: every run is bounded in time.
+pub fn watchdog(limit: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!("error: the run took longer than {limit:?}; stopping it");
+        for pid in CHILDREN.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+        }
+        std::process::exit(3);
+    });
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+}
+
+fn wait_listening(port: u16, child: &mut Child, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited with {status}");
+        }
+        assert!(Instant::now() < deadline, "{what} did not start listening on port {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A mosquitto broker of the run, on a free loopback port; killed on drop.
+pub struct Broker {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Broker {
+    /// Starts `/usr/sbin/mosquitto` (or the one in PATH) with no persistence, no limit on queued
+    /// messages and TCP_NODELAY (so that Nagle's algorithm in the broker does not add to the
+    /// latencies measured through it).
+    pub fn start() -> Broker {
+        let bin = ["/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/usr/bin/mosquitto"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| PathBuf::from("mosquitto"));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let conf = dir.path().join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n\
+                 max_inflight_messages 0\nset_tcp_nodelay true\n"
+            ),
+        )
+        .expect("write mosquitto.conf");
+        let log = std::fs::File::create(dir.path().join("mosquitto.log")).expect("log file");
+        let mut child = Command::new(&bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        register(child.id());
+        wait_listening(port, &mut child, "mosquitto");
+        Broker { child, port, _dir: dir }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// `mosquitto -h` first line (the version).
+    pub fn version() -> String {
+        Command::new("/usr/sbin/mosquitto")
+            .arg("-h")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).lines().next().map(str::to_string))
+            .unwrap_or_else(|| "mosquitto (version unknown)".into())
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        unregister(self.child.id());
+    }
+}
+
+/// The bridge in a child process: this example's binary started with `--bridge CONFIG`.
+pub struct BridgeProcess {
+    child: Child,
+    pub started: Instant,
+    _dir: tempfile::TempDir,
+}
+
+impl BridgeProcess {
+    /// Writes `yaml` to a file and starts the child. The child stops when its stdin closes
+    /// (when this handle is dropped, or when the parent dies).
+    pub fn start(yaml: &str) -> BridgeProcess {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, yaml).expect("write config");
+        let log = std::fs::File::create(dir.path().join("bridge.log")).expect("log file");
+        let exe = std::env::current_exe().expect("own path");
+        let started = Instant::now();
+        let child = Command::new(exe)
+            .arg("--bridge")
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start the bridge process");
+        register(child.id());
+        BridgeProcess { child, started, _dir: dir }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the bridge logged (warnings and errors).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("bridge.log")).unwrap_or_default()
+    }
+
+    /// Closes stdin (the child shuts down cleanly) and waits up to 10 s, then kills it.
+    pub fn stop(mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("warning: the bridge did not stop within 10 s; killing it");
+    }
+}
+
+impl Drop for BridgeProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        unregister(self.child.id());
+    }
+}
+
+/// The child side of [`BridgeProcess`]: when `--bridge CONFIG` is the first argument, runs the
+/// bridge (`app::run`, as `casambi2mqtt run -c CONFIG` does) until stdin closes, and returns
+/// `true`; otherwise returns `false` at once.
+pub fn bridge_child() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) != Some("--bridge") {
+        return false;
+    }
+    let path = args.get(2).expect("--bridge CONFIG");
+    let config = casambi2mqtt::config::load(Path::new(path), std::iter::empty()).expect("bench configuration");
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&config.log.level))
+        .with_writer(std::io::stderr)
+        .init();
+    // The runtime `casambi2mqtt run` uses (a worker per core).
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async move {
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        std::thread::spawn(move || {
+            let mut sink = [0u8; 64];
+            while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+            stop.cancel();
+        });
+        if let Err(e) = casambi2mqtt::app::run(config, shutdown, None).await {
+            eprintln!("bridge error: {e}");
+        }
+    });
+    true
+}
+
+/// CPU time (user + system) of a process so far, from `/proc/<pid>/stat`.
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
+    Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64)
+}
+
+fn clock_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100)
+    })
+}
+
+/// A `kB` field of `/proc/<pid>/status` (`VmHWM` = peak RSS, `VmRSS` = current), in MiB.
+pub fn status_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':')?.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// The 1-minute load average.
+pub fn load1() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Waits (30 s at a time, up to `max`) while the 1-minute load is above `threshold`; returns the
+/// load it starts with.
+pub fn wait_quiet(threshold: f64, max: Duration) -> f64 {
+    let deadline = Instant::now() + max;
+    loop {
+        let load = load1();
+        if load <= threshold || Instant::now() >= deadline {
+            return load;
+        }
+        eprintln!("  load {load:.2} > {threshold}: waiting 30 s for a quieter machine");
+        std::thread::sleep(Duration::from_secs(30));
+    }
+}
+
+/// The machine, for the report.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, m)| m.trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines().find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
+        })
+        .map_or("?".into(), |kb| format!("{:.1} GiB", kb / 1024.0 / 1024.0));
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cores} cores ({model}), {mem} RAM")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Subscriber
+// ---------------------------------------------------------------------------------------------
+
+/// One message as received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// When it arrived (since [`Recorder::base`]).
+    pub at: Duration,
+    pub topic: String,
+    pub payload: Vec<u8>,
+    pub retain: bool,
+}
+
+/// Everything the subscriber received, in order.
+pub struct Recorder {
+    pub base: Instant,
+    pub messages: Mutex<Vec<Received>>,
+}
+
+impl Recorder {
+    /// Messages received so far.
+    pub fn len(&self) -> usize {
+        self.messages.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// A copy of the messages from index `from` on.
+    pub fn since(&self, from: usize) -> Vec<Received> {
+        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(from..).map(<[Received]>::to_vec).unwrap_or_default()
+    }
+
+    /// Time since the last message (`None` before the first).
+    pub fn quiet_for(&self) -> Option<Duration> {
+        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        m.last().map(|r| self.base.elapsed().saturating_sub(r.at))
+    }
+
+    /// Waits until nothing arrived for `quiet` (at most `max`).
+    pub async fn settle(&self, quiet: Duration, max: Duration) {
+        let deadline = Instant::now() + max;
+        while Instant::now() < deadline {
+            if self.quiet_for().is_some_and(|q| q >= quiet) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Subscribes to `filters` at QoS 1 on `port` and records everything; returns once subscribed.
+pub async fn subscribe(port: u16, id: &str, filters: &[&str], base: Instant) -> (Arc<Recorder>, AsyncClient) {
+    let mut o = MqttOptions::new(id, "127.0.0.1", port);
+    o.set_max_packet_size(1024 * 1024, 1024 * 1024);
+    o.set_keep_alive(Duration::from_secs(30));
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    let (client, mut eventloop) = AsyncClient::new(o, 1024);
+    eventloop.set_network_options(net);
+    let recorder = Arc::new(Recorder { base, messages: Mutex::new(Vec::with_capacity(1 << 20)) });
+    let (subscribed_tx, subscribed_rx) = tokio::sync::oneshot::channel();
+    let filters: Vec<String> = filters.iter().map(|f| f.to_string()).collect();
+    let (c, r) = (client.clone(), recorder.clone());
+    tokio::spawn(async move {
+        let mut subscribed_tx = Some(subscribed_tx);
+        loop {
+            match eventloop.poll().await {
+                Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                    for f in &filters {
+                        let _ = c.subscribe(f.clone(), QoS::AtLeastOnce).await;
+                    }
+                }
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    if let Some(t) = subscribed_tx.take() {
+                        let _ = t.send(());
+                    }
+                }
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    let at = r.base.elapsed();
+                    let msg = Received { at, topic: p.topic, payload: p.payload.to_vec(), retain: p.retain };
+                    r.messages.lock().unwrap_or_else(|p| p.into_inner()).push(msg);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("subscriber: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(10), subscribed_rx)
+        .await
+        .expect("subscribed in time")
+        .expect("subscriber alive");
+    (recorder, client)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+// ---------------------------------------------------------------------------------------------
+
+/// The value at quantile `q` (0..=1) of sorted values (nearest rank).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// `min / median / max` of several runs' figures.
+pub fn spread(values: &[f64]) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    (v[0], quantile(&v, 0.5), v[v.len() - 1])
+}
+
+pub fn fmt_spread(values: &[f64], digits: usize) -> String {
+    let (min, med, max) = spread(values);
+    format!("{min:.digits$} / {med:.digits$} / {max:.digits$}")
+}
