@@ -44,10 +44,13 @@ pub struct Gateway {
     pub name: String,
 }
 
-/// `GET /v1/networks/{id}`: network configuration (units without state, scenes, groups).
+/// A network document: `GET /v1/networks/{id}` ([`Network`], units without state) and
+/// `GET /v1/networks/{id}/state` ([`NetworkState`], unit states plus `dimLevel` and
+/// `activeScenes`). The two responses share every other field, so they share one type, generic
+/// over the unit type.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Network {
+#[serde(rename_all = "camelCase", default, bound(deserialize = "U: Deserialize<'de> + Default"))]
+pub struct NetworkDoc<U> {
     /// Network id.
     #[serde(deserialize_with = "de::or_default")]
     pub id: String,
@@ -77,9 +80,15 @@ pub struct Network {
     /// Photos of the network.
     #[serde(deserialize_with = "de::or_default")]
     pub photos: Vec<Photo>,
-    /// Units by unit id (string key).
+    /// Network-wide dim level, 0..1 (state only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dim_level: Option<f64>,
+    /// Ids of the active scenes (state only).
+    #[serde(deserialize_with = "de::lenient_int_vec", skip_serializing_if = "Vec::is_empty")]
+    pub active_scenes: Vec<u32>,
+    /// Units (or unit states) by unit id (string key).
     #[serde(deserialize_with = "de::or_default")]
-    pub units: BTreeMap<String, Unit>,
+    pub units: BTreeMap<String, U>,
     /// Scenes by key; the key need not equal the scene's `id`.
     #[serde(deserialize_with = "de::or_default")]
     pub scenes: BTreeMap<String, Scene>,
@@ -88,54 +97,11 @@ pub struct Network {
     pub groups: BTreeMap<String, Group>,
 }
 
+/// `GET /v1/networks/{id}`: network configuration (units without state, scenes, groups).
+pub type Network = NetworkDoc<Unit>;
+
 /// `GET /v1/networks/{id}/state`: the network with unit states, dim level and active scenes.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct NetworkState {
-    /// Network id.
-    #[serde(deserialize_with = "de::or_default")]
-    pub id: String,
-    /// Network name.
-    #[serde(deserialize_with = "de::or_default")]
-    pub name: String,
-    /// Configuration revision.
-    #[serde(deserialize_with = "de::lenient_int_opt")]
-    pub revision: Option<u64>,
-    /// Network grade.
-    #[serde(deserialize_with = "de::or_default")]
-    pub grade: String,
-    /// Network address.
-    #[serde(deserialize_with = "de::or_default")]
-    pub address: String,
-    /// Former name of `address`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mac: Option<String>,
-    /// The gateway, if reported.
-    pub gateway: Option<Gateway>,
-    /// Network type.
-    #[serde(rename = "type", deserialize_with = "de::or_default")]
-    pub network_type: String,
-    /// Time zone.
-    #[serde(deserialize_with = "de::or_default")]
-    pub timezone: String,
-    /// Photos of the network.
-    #[serde(deserialize_with = "de::or_default")]
-    pub photos: Vec<Photo>,
-    /// Network-wide dim level, 0..1.
-    pub dim_level: Option<f64>,
-    /// Ids of the active scenes.
-    #[serde(deserialize_with = "de::lenient_int_vec")]
-    pub active_scenes: Vec<u32>,
-    /// Unit states by unit id (string key).
-    #[serde(deserialize_with = "de::or_default")]
-    pub units: BTreeMap<String, UnitState>,
-    /// Scenes by key; the key need not equal the scene's `id`.
-    #[serde(deserialize_with = "de::or_default")]
-    pub scenes: BTreeMap<String, Scene>,
-    /// Groups by group id.
-    #[serde(deserialize_with = "de::or_default")]
-    pub groups: BTreeMap<String, Group>,
-}
+pub type NetworkState = NetworkDoc<UnitState>;
 
 /// A unit (luminaire, sensor, switch) as listed in the network configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
