@@ -35,7 +35,11 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 const BASE: &str = "casambi";
@@ -133,10 +137,23 @@ const KINDS: &[(&str, u32)] = &[
     ("malformed frames", 6),
     ("oversized frames", 4),
     ("500 bursts", 6),
+    ("MQTT link cuts", 3),
 ];
+
+/// Every fault kind once, in random order.
+fn shuffled_kinds(rng: &mut SmallRng) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = KINDS.iter().map(|(k, _)| *k).collect();
+    for i in (1..kinds.len()).rev() {
+        kinds.swap(i, rng.random_range(0..=i));
+    }
+    kinds
+}
 
 struct Chaos<'a> {
     sim: &'a Simulator,
+    relay: &'a Relay,
+    /// A stalled MQTT link, and when it is cut.
+    link_cut_at: Option<Instant>,
     rng: SmallRng,
     networks: Vec<String>,
     templates: Vec<Unit>,
@@ -150,21 +167,21 @@ struct Chaos<'a> {
     quota_until: Option<Instant>,
     /// Exhaustions as (start, length), in simulator time (the request log's clock).
     exhaustions: Vec<(Duration, Duration)>,
-    /// Every kind once, in random order, before the weighted draw (even a short run sees all).
+    /// Kinds still to inject before the weighted draw resumes: every kind once at the start and
+    /// after the last broker restart (so even a short run sees each of them).
     first_round: Vec<&'static str>,
 }
 
 impl<'a> Chaos<'a> {
-    fn new(sim: &'a Simulator, seed: u64) -> Chaos<'a> {
+    fn new(sim: &'a Simulator, relay: &'a Relay, seed: u64) -> Chaos<'a> {
         let networks: Vec<String> = sim.shared().config.site.networks.iter().map(|n| n.id.clone()).collect();
         let templates = sim.shared().config.site.networks.iter().flat_map(|n| n.units.iter().cloned()).collect();
         let mut rng = SmallRng::seed_from_u64(seed ^ 0xC4A0_5EED);
-        let mut first_round: Vec<&'static str> = KINDS.iter().map(|(k, _)| *k).collect();
-        for i in (1..first_round.len()).rev() {
-            first_round.swap(i, rng.random_range(0..=i));
-        }
+        let first_round = shuffled_kinds(&mut rng);
         Chaos {
             sim,
+            relay,
+            link_cut_at: None,
             rng,
             first_round,
             networks,
@@ -217,7 +234,24 @@ impl<'a> Chaos<'a> {
 
     /// Injects one fault of a kind drawn by weight.
     fn inject(&mut self) {
-        let kind = match self.first_round.pop() {
+        let kind = self.draw();
+        self.inject_kind(kind);
+    }
+
+    /// Cuts a stalled MQTT link when its time has come.
+    fn cut_link(&mut self) {
+        if self.link_cut_at.is_some_and(|t| t <= Instant::now()) {
+            self.link_cut_at = None;
+            self.relay.cut();
+            self.relay.stall(false);
+            let at = self.now();
+            self.journal.push((at, "MQTT link cut".into()));
+        }
+    }
+
+    /// The kind of the next fault.
+    fn draw(&mut self) -> &'static str {
+        match self.first_round.pop() {
             Some(kind) => kind,
             None => {
                 let total: u32 = KINDS.iter().map(|(_, w)| w).sum();
@@ -232,7 +266,11 @@ impl<'a> Chaos<'a> {
                 }
                 kind
             }
-        };
+        }
+    }
+
+    /// Injects one fault of `kind`.
+    fn inject_kind(&mut self, kind: &'static str) {
         match kind {
             "wire drops" => {
                 let net = self.network();
@@ -352,9 +390,103 @@ impl<'a> Chaos<'a> {
                 self.sim.fail_next_requests(count);
                 self.note(kind, format!("next {count} requests answered 500"));
             }
+            "MQTT link cuts" => {
+                if self.link_cut_at.is_some() {
+                    return;
+                }
+                // The link stalls, the network changes (so the bridge has topics to clear while
+                // nothing gets through), then the link is cut.
+                self.relay.stall(true);
+                let stall = Duration::from_millis(self.rng.random_range(1000..3000));
+                self.link_cut_at = Some(Instant::now() + stall);
+                self.note(kind, format!("MQTT link stalled for {stall:?}, then cut"));
+                let change = if self.rng.random_bool(0.5) { "renames" } else { "units removed" };
+                self.inject_kind(change);
+            }
             other => unreachable!("{other}"),
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The link between the bridge and the broker
+// ---------------------------------------------------------------------------------------------
+
+/// A TCP relay between the bridge and the broker that can stall (stop forwarding, as a network
+/// partition does) and cut every connection. What was in flight when the link is cut is lost,
+/// but the broker keeps its retained messages: unlike a broker restart, anything the bridge
+/// failed to clear stays visible.
+struct Relay {
+    port: u16,
+    stalled: Arc<watch::Sender<bool>>,
+    cut: Arc<Mutex<CancellationToken>>,
+}
+
+impl Relay {
+    async fn start(broker_port: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stalled = Arc::new(watch::channel(false).0);
+        let cut = Arc::new(Mutex::new(CancellationToken::new()));
+        let (s, c) = (stalled.clone(), cut.clone());
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                // Broker away: the bridge's connection just ends.
+                let Ok(outbound) = TcpStream::connect(("127.0.0.1", broker_port)).await else { continue };
+                let link = c.lock().unwrap().child_token();
+                let (ri, wi) = inbound.into_split();
+                let (ro, wo) = outbound.into_split();
+                tokio::spawn(pipe(ri, wo, s.subscribe(), link.clone()));
+                tokio::spawn(pipe(ro, wi, s.subscribe(), link));
+            }
+        });
+        Relay { port, stalled, cut }
+    }
+
+    fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops (`true`) or resumes forwarding in both directions.
+    fn stall(&self, on: bool) {
+        self.stalled.send_replace(on);
+    }
+
+    /// Cuts every open connection; what the relay had not forwarded yet is lost.
+    fn cut(&self) {
+        let mut cut = self.cut.lock().unwrap();
+        cut.cancel();
+        *cut = CancellationToken::new();
+    }
+}
+
+/// Forwards one direction of a connection until either side ends or the link is cut; while
+/// stalled, reads nothing (the data waits in the socket buffers and dies with a cut).
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut stalled: watch::Receiver<bool>,
+    link: CancellationToken,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        if *stalled.borrow_and_update() {
+            tokio::select! {
+                _ = link.cancelled() => break,
+                r = stalled.changed() => if r.is_err() { break } else { continue },
+            }
+        }
+        tokio::select! {
+            _ = link.cancelled() => break,
+            _ = stalled.changed() => {}
+            r = from.read(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => if to.write_all(&buf[..n]).await.is_err() { break },
+            },
+        }
+    }
+    // Either direction ending ends the connection.
+    link.cancel();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -724,7 +856,7 @@ fn check_backoff(log: &[RequestRecord], exhaustions: &[(Duration, Duration)]) ->
 // The test
 // ---------------------------------------------------------------------------------------------
 
-fn config_yaml(sim: &Simulator, broker: &Mosquitto, rpm: u32) -> String {
+fn config_yaml(sim: &Simulator, mqtt_url: &str, rpm: u32) -> String {
     format!(
         "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: {KEY}\n  poll_interval: 2s\n  resync_interval: 15m\n  \
          max_requests_per_minute: {rpm}\n  max_concurrent_requests: 4\n  wire_ping_interval: 1s\n\
@@ -734,7 +866,7 @@ fn config_yaml(sim: &Simulator, broker: &Mosquitto, rpm: u32) -> String {
          health:\n  listen: \"\"\n",
         sim.base_url(),
         sim.ws_url(),
-        broker.url()
+        mqtt_url
     )
 }
 
@@ -751,7 +883,9 @@ async fn retained_state_converges_to_the_truth_after_chaos() {
     let sim = Simulator::start_local(sim_config).await.unwrap();
     let mut broker = Mosquitto::start();
     let port = broker.port();
-    let config = config::parse(&config_yaml(&sim, &broker, p.rpm), Vec::<(String, String)>::new()).unwrap();
+    // The bridge reaches the broker through a relay that can stall and cut the link.
+    let relay = Relay::start(port).await;
+    let config = config::parse(&config_yaml(&sim, &relay.url(), p.rpm), Vec::<(String, String)>::new()).unwrap();
     let shutdown = CancellationToken::new();
     let (tx, rx) = tokio::sync::oneshot::channel::<Running>();
     let task = tokio::spawn(app::run(config, shutdown.clone(), Some(tx)));
@@ -764,7 +898,7 @@ async fn retained_state_converges_to_the_truth_after_chaos() {
     .await;
 
     // Chaos.
-    let mut chaos = Chaos::new(&sim, p.seed);
+    let mut chaos = Chaos::new(&sim, &relay, p.seed);
     let started = Instant::now();
     let length = Duration::from_secs_f64(p.seconds);
     let mut restarts: Vec<Duration> =
@@ -774,6 +908,7 @@ async fn retained_state_converges_to_the_truth_after_chaos() {
     while started.elapsed() < length {
         tokio::time::sleep(Duration::from_millis(chaos.rng.random_range(150..900))).await;
         chaos.restore_gateways();
+        chaos.cut_link();
         assert!(!task.is_finished(), "the bridge stopped during the chaos: {:?}", task.await);
         if restarts.last().is_some_and(|at| started.elapsed() >= *at) {
             restarts.pop();
@@ -791,6 +926,11 @@ async fn retained_state_converges_to_the_truth_after_chaos() {
             broker_restarts += 1;
             let at = chaos.now();
             chaos.journal.push((at, format!("broker restarted (down {down:?})")));
+            if restarts.is_empty() {
+                // A restart wipes the retained store, and with it any stale topic: every kind of
+                // fault once more after the last one.
+                chaos.first_round = shuffled_kinds(&mut chaos.rng);
+            }
             continue;
         }
         chaos.inject();
@@ -798,6 +938,10 @@ async fn retained_state_converges_to_the_truth_after_chaos() {
 
     // Quiet: no activity, every gateway back; the retained state must settle to the truth.
     sim.shared().pause_activity(true);
+    if chaos.link_cut_at.is_some() {
+        chaos.link_cut_at = Some(Instant::now());
+        chaos.cut_link();
+    }
     for net in chaos.networks.clone() {
         sim.set_gateway(&net, true).unwrap();
     }

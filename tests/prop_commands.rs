@@ -18,6 +18,11 @@ use proptest::test_runner::Config as ProptestConfig;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
+/// `n` cases, or `PROPTEST_CASES` when set (for a longer run).
+fn cases(n: u32) -> ProptestConfig {
+    ProptestConfig::with_cases(std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(n))
+}
+
 fn target() -> impl Strategy<Value = Target> {
     prop_oneof![
         (
@@ -85,7 +90,7 @@ fn all_targets() -> Vec<Target> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
+    #![proptest_config(cases(2048))]
 
     #[test]
     fn parsing_never_panics_on_bytes(t in target(), payload in prop::collection::vec(any::<u8>(), 0..256)) {
@@ -124,7 +129,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(cases(64))]
 
     #[test]
     fn oversized_payloads_are_refused_without_parsing(extra in 1usize..65536, t in target()) {
@@ -142,7 +147,7 @@ fn num(v: f64, as_int: bool) -> Value {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #![proptest_config(cases(1024))]
 
     #[test]
     fn valid_commands_parse_to_what_was_sent(
@@ -249,7 +254,7 @@ fn name() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(cases(512))]
 
     #[test]
     fn every_command_topic_resolves_to_what_it_names(

@@ -2,7 +2,7 @@
 //! frames (with the real service's quirks: floats for ints, nested or flat controls, unknown and
 //! `null` fields, any key order) parse to exactly what was generated.
 //!
-//! Case counts are set per block (`ProptestConfig::with_cases`); `PROPTEST_CASES` overrides them
+//! Case counts are set per block; `PROPTEST_CASES` (e.g. `PROPTEST_CASES=100000`) replaces them
 //! for a longer run.
 
 use casambi2mqtt::bridge::state::NetworkView;
@@ -19,6 +19,11 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+
+/// `n` cases, or `PROPTEST_CASES` when set (for a longer run).
+fn cases(n: u32) -> ProptestConfig {
+    ProptestConfig::with_cases(std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(n))
+}
 
 // ---------------------------------------------------------------------------------------------
 // Generators
@@ -252,12 +257,17 @@ fn render_all(view: &NetworkView) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
+    #![proptest_config(cases(2048))]
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         parse_everything(&bytes);
     }
+
+}
+
+proptest! {
+    #![proptest_config(cases(1024))]
 
     #[test]
     fn arbitrary_json_never_panics(v in any_json()) {
@@ -267,6 +277,12 @@ proptest! {
         let _ = serde_json::from_value::<UnitState>(v.clone());
         let _ = serde_json::from_value::<Control>(v);
     }
+
+}
+
+proptest! {
+    // Each case renders a whole network's topics, several times: fewer cases keep it quick.
+    #![proptest_config(cases(512))]
 
     #[test]
     fn frame_shaped_json_never_panics(v in frame_like()) {
@@ -600,7 +616,7 @@ fn object_text(fields: &[(String, Value)]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #![proptest_config(cases(1024))]
 
     #[test]
     fn valid_unit_changed_frames_parse_to_what_was_generated(g in unit_changed()) {

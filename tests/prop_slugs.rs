@@ -7,6 +7,11 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// `n` cases, or `PROPTEST_CASES` when set (for a longer run).
+fn cases(n: u32) -> ProptestConfig {
+    ProptestConfig::with_cases(std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(n))
+}
+
 /// Names as users type them, plus the characters that would break a topic.
 fn name() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -30,7 +35,7 @@ fn is_slug_char(c: char) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4096))]
+    #![proptest_config(cases(4096))]
 
     #[test]
     fn a_slug_is_one_clean_topic_level(n in name(), id in any::<u32>()) {
@@ -54,7 +59,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #![proptest_config(cases(1024))]
 
     #[test]
     fn slugs_of_a_network_are_distinct_and_order_independent(

@@ -11,6 +11,11 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use std::collections::BTreeMap;
 
+/// `n` cases, or `PROPTEST_CASES` when set (for a longer run).
+fn cases(n: u32) -> ProptestConfig {
+    ProptestConfig::with_cases(std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(n))
+}
+
 /// Few distinct values per field, so that events often repeat what is stored.
 fn control() -> impl Strategy<Value = Control> {
     prop_oneof![
@@ -120,7 +125,7 @@ fn snapshot() -> impl Strategy<Value = NetworkState> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
+    #![proptest_config(cases(1024))]
 
     #[test]
     fn the_same_event_twice_changes_nothing_the_second_time(

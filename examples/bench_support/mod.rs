@@ -222,6 +222,32 @@ pub fn bridge_child() -> bool {
     true
 }
 
+/// The bridge's configuration for a run: the simulator's demo key and credentials (every network
+/// they open), a client-side request limit far above what start-up needs (the generated sites'
+/// key allows 100,000 requests a minute), no health endpoint, warnings only.
+pub fn bridge_config(sim: &casambi2mqtt::sim::Simulator, broker: &Broker) -> String {
+    [
+        "cloud:".to_string(),
+        format!("  base_url: {}", sim.base_url()),
+        format!("  ws_url: {}", sim.ws_url()),
+        "  api_key: demo-key".into(),
+        "  max_requests_per_minute: 100000".into(),
+        "  max_concurrent_requests: 16".into(),
+        "networks:".into(),
+        "  - email: demo@example.com".into(),
+        "    password: demo".into(),
+        "mqtt:".into(),
+        format!("  url: {}", broker.url()),
+        "  client_id: casambi2mqtt-bench".into(),
+        "health:".into(),
+        "  listen: \"\"".into(),
+        "log:".into(),
+        "  level: warn".into(),
+        String::new(),
+    ]
+    .join("\n")
+}
+
 /// CPU time (user + system) of a process so far, from `/proc/<pid>/stat`.
 pub fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

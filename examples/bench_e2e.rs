@@ -1,0 +1,542 @@
+//! End-to-end benchmark: simulator → WebSocket → bridge → mosquitto → subscriber, through real
+//! sockets on loopback.
+//!
+//! ```text
+//! cargo run --release --example bench_e2e -- --rate 1000,5000 --seconds 10 --runs 3
+//! ```
+//!
+//! - The simulator (in this process) serves a generated site; a driver thread changes the Dimmer
+//!   of `Dimmer + CCT` luminaires at a controlled rate through the simulator's world mutations
+//!   (`set_unit_state`), and each change goes out as a `unitChanged` frame on the network's wire.
+//! - The bridge runs in a child process (`app::run`, the code of `casambi2mqtt run`), so its CPU
+//!   time is read from `/proc/<pid>/stat` without the simulator's, the driver's or the
+//!   subscriber's share.
+//! - mosquitto runs in its own process on a free port; a subscriber (here) timestamps every
+//!   message. Each change carries a unique Dimmer value, so every unit JSON received is matched to
+//!   the change that caused it: latency = injection (just before the mutation that sends the
+//!   frame) → arrival at the subscriber.
+//! - In the same run: mosquitto's own ceiling (a plain rumqttc publisher → the subscriber, QoS 1,
+//!   retained, at the size of the bridge's unit JSON) and mosquitto's CPU per message, and a
+//!   burst: one scene activation changing 250 units of a network at once.
+//!
+//! Results and how to read them: BENCHMARKS.md.
+
+#[path = "bench_support/mod.rs"]
+mod support;
+
+use casambi2mqtt::sim::site::{Group, Scene, SceneUnit, Site};
+use casambi2mqtt::sim::{SimConfig, Simulator};
+use clap::Parser;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use support::{BridgeProcess, Broker, Received, Recorder, cpu_time, fmt_spread, quantile};
+
+#[derive(Debug, Parser)]
+#[command(about = "End-to-end benchmark of casambi2mqtt (see BENCHMARKS.md)")]
+struct Args {
+    /// Event rates to measure, events per second (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1000,5000")]
+    rate: Vec<f64>,
+    /// Length of each measured phase.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Runs of each phase (min / median / max are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Generated site, NETWORKSxUNITS (network 1 is rewritten to 250 tunable luminaires in one
+    /// scene for the burst).
+    #[arg(long, default_value = "4x250")]
+    site: String,
+    /// Scene activations of the burst measurement (0 = none).
+    #[arg(long, default_value_t = 30)]
+    bursts: usize,
+    /// Messages of the broker-ceiling measurement per run (0 = none).
+    #[arg(long, default_value_t = 100_000)]
+    ceiling: usize,
+    /// Wait (up to 20 minutes) until the 1-minute load is at most this before starting.
+    #[arg(long, default_value_t = 1.0)]
+    max_load: f64,
+    /// Stop everything after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    timeout: u64,
+}
+
+/// Dimmer values carry the change's sequence number: 0.1 + seq × 1e-7 (distinct, in (0, 1)).
+fn encode(seq: u64) -> f64 {
+    0.1 + seq as f64 * 1e-7
+}
+
+fn decode(value: f64) -> u64 {
+    ((value - 0.1) * 1e7).round().max(0.0) as u64
+}
+
+/// The Dimmer value of a unit JSON payload.
+fn dimmer(payload: &[u8]) -> Option<f64> {
+    let v: Value = serde_json::from_slice(payload).ok()?;
+    v.get("controls")?.as_array()?.iter().find(|c| c["type"] == "Dimmer")?.get("value")?.as_f64()
+}
+
+/// `casambi/<net>/unit/<unit>`: a unit JSON topic.
+fn is_unit_json(topic: &str) -> bool {
+    let mut parts = topic.split('/');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some("casambi"), Some(_), Some("unit"), Some(_), None)
+    )
+}
+
+fn main() -> anyhow::Result<()> {
+    if support::bridge_child() {
+        return Ok(());
+    }
+    let args = Args::parse();
+    support::watchdog(Duration::from_secs(args.timeout));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(run(args))
+}
+
+/// The generated site, with network 1 rewritten for the burst: 250 (or all) `Dimmer + CCT`
+/// luminaires, groups of ten, scene 1 holding every unit at level 0.6.
+fn site(size: &str) -> anyhow::Result<Site> {
+    let (networks, units) = Site::parse_size(size)?;
+    let mut site = Site::generate(networks, units);
+    let net = &mut site.networks[0];
+    let template = net.units.iter().find(|u| u.id == 3).cloned().ok_or_else(|| anyhow::anyhow!("site too small"))?;
+    for u in &mut net.units {
+        let (id, name, address) = (u.id, u.name.clone(), u.address.clone());
+        *u = template.clone();
+        u.id = id;
+        u.name = name;
+        u.address = address;
+        u.group = (id - 1) / 10 + 1;
+    }
+    net.groups = (1..=net.units.len().div_ceil(10) as i64)
+        .map(|g| Group {
+            id: g,
+            name: format!("Group {g}"),
+            position: g,
+            units: net.units.iter().filter(|u| u.group == g).map(|u| u.id).collect(),
+        })
+        .collect();
+    let all: Vec<SceneUnit> = net.units.iter().map(|u| SceneUnit { id: u.id, level: 0.6 }).collect();
+    if let Some(scene) = net.scenes.iter_mut().find(|s| s.id == 1) {
+        scene.units = all;
+    }
+    for s in net.scenes.iter_mut().filter(|s| s.id != 1) {
+        let members: Vec<SceneUnit> =
+            net.units.iter().filter(|u| u.group == s.id).map(|u| SceneUnit { id: u.id, level: 0.6 }).collect();
+        *s = Scene { units: members, ..s.clone() };
+    }
+    Ok(site)
+}
+
+/// One measured phase at a fixed rate.
+struct PhaseResult {
+    rate: f64,
+    injected: usize,
+    achieved_rate: f64,
+    received: usize,
+    lost: usize,
+    duplicates: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    bridge_cpu: Duration,
+    broker_cpu: Duration,
+    messages: usize,
+    unit_json_bytes: f64,
+    load: f64,
+}
+
+impl PhaseResult {
+    fn bridge_s_per_100k(&self) -> f64 {
+        self.bridge_cpu.as_secs_f64() / self.injected as f64 * 100_000.0
+    }
+    fn bridge_us_per_event(&self) -> f64 {
+        self.bridge_cpu.as_secs_f64() * 1e6 / self.injected as f64
+    }
+    fn broker_us_per_message(&self) -> f64 {
+        self.broker_cpu.as_secs_f64() * 1e6 / self.messages as f64
+    }
+}
+
+struct Rig {
+    sim: Simulator,
+    broker: Broker,
+    bridge: BridgeProcess,
+    recorder: Arc<Recorder>,
+    /// `Dimmer + CCT` luminaires: (network id, unit id).
+    targets: Vec<(String, i64)>,
+    next_seq: u64,
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    println!("# bench_e2e");
+    println!("machine: {}", support::machine());
+    println!("broker: {}", Broker::version());
+    let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
+    println!("1-minute load at start: {load:.2}");
+
+    let site = site(&args.site)?;
+    let units: usize = site.networks.iter().map(|n| n.units.len()).sum();
+    let burst_net = site.networks[0].id.clone();
+    let burst_units = site.networks[0].units.len();
+    let targets: Vec<(String, i64)> = site
+        .networks
+        .iter()
+        .flat_map(|n| {
+            n.units
+                .iter()
+                .filter(|u| u.fixture == 1002 && u.kind == "Luminaire")
+                .map(|u| (n.id.clone(), u.id))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let sim = Simulator::start_local(SimConfig::new(site)).await?;
+    let broker = Broker::start();
+    let base = Instant::now();
+    let (recorder, _sub) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
+    let yaml = support::bridge_config(&sim, &broker);
+    let bridge = BridgeProcess::start(&yaml);
+    println!("site: {} networks, {units} units; {} Dimmer+CCT luminaires driven", args.site, targets.len());
+
+    // Start-up: every unit's JSON published once.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let seen: std::collections::HashSet<String> =
+            recorder.since(0).into_iter().filter(|m| is_unit_json(&m.topic)).map(|m| m.topic).collect();
+        if seen.len() >= units {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "start-up incomplete: {} of {units} units\n{}",
+            seen.len(),
+            bridge.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("bridge up: every unit published after {:.2} s", bridge.started.elapsed().as_secs_f64());
+    recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
+
+    let mut rig = Rig { sim, broker, bridge, recorder, targets, next_seq: 1 };
+    let mut results: Vec<Vec<PhaseResult>> = Vec::new();
+    for &rate in &args.rate {
+        let mut runs = Vec::new();
+        for run in 0..args.runs {
+            let r = phase(&mut rig, rate, args.seconds).await?;
+            println!(
+                "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
+                 bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), load {:.2}",
+                run + 1,
+                r.injected,
+                r.achieved_rate,
+                r.received,
+                r.lost,
+                r.duplicates,
+                r.p50_ms,
+                r.p99_ms,
+                r.max_ms,
+                r.bridge_s_per_100k(),
+                r.bridge_us_per_event(),
+                r.broker_us_per_message(),
+                r.messages,
+                r.messages as f64 / r.injected as f64,
+                r.load
+            );
+            runs.push(r);
+            rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
+        }
+        results.push(runs);
+    }
+
+    let size = results.iter().flatten().map(|r| r.unit_json_bytes).find(|b| b.is_finite()).unwrap_or(450.0) as usize;
+    let mut ceilings = Vec::new();
+    if args.ceiling > 0 {
+        for run in 0..args.runs {
+            let c = ceiling(&rig, args.ceiling, size).await?;
+            println!(
+                "broker ceiling run {}: {} messages of {size} B, {:.0} msg/s, lost {}, broker {:.1} µs CPU/message",
+                run + 1,
+                c.sent,
+                c.rate,
+                c.lost,
+                c.cpu_us_per_message
+            );
+            ceilings.push(c);
+            rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
+        }
+    }
+
+    let mut bursts = Vec::new();
+    for i in 0..args.bursts {
+        let level = if i % 2 == 0 { 1.0 } else { 0.5 };
+        match burst(&rig, &burst_net, burst_units, level).await {
+            Ok(b) => bursts.push(b),
+            Err(e) => println!("burst {}: {e}", i + 1),
+        }
+    }
+
+    println!();
+    println!("## Summary (min / median / max over {} runs)", args.runs);
+    for runs in &results {
+        let f = |g: fn(&PhaseResult) -> f64| runs.iter().map(g).collect::<Vec<_>>();
+        println!("rate {:.0}/s:", runs[0].rate);
+        println!("  achieved rate/s       {}", fmt_spread(&f(|r| r.achieved_rate), 0));
+        println!("  lost                  {}", fmt_spread(&f(|r| r.lost as f64), 0));
+        println!("  latency p50 ms        {}", fmt_spread(&f(|r| r.p50_ms), 2));
+        println!("  latency p99 ms        {}", fmt_spread(&f(|r| r.p99_ms), 2));
+        println!("  latency max ms        {}", fmt_spread(&f(|r| r.max_ms), 2));
+        println!("  bridge CPU s/100k ev  {}", fmt_spread(&f(|r| r.bridge_s_per_100k()), 2));
+        println!("  bridge CPU µs/event   {}", fmt_spread(&f(|r| r.bridge_us_per_event()), 1));
+        println!("  broker CPU µs/message {}", fmt_spread(&f(|r| r.broker_us_per_message()), 1));
+        println!("  messages/event        {}", fmt_spread(&f(|r| r.messages as f64 / r.injected as f64), 2));
+        println!("  unit JSON bytes       {}", fmt_spread(&f(|r| r.unit_json_bytes), 0));
+        println!(
+            "  ratio broker µs/msg ÷ bridge µs/event {}",
+            fmt_spread(&f(|r| r.broker_us_per_message() / r.bridge_us_per_event()), 2)
+        );
+    }
+    if !ceilings.is_empty() {
+        println!("broker ceiling ({size} B, QoS 1, retained, one publisher → one subscriber):");
+        println!("  msg/s                 {}", fmt_spread(&ceilings.iter().map(|c| c.rate).collect::<Vec<_>>(), 0));
+        println!(
+            "  lost                  {}",
+            fmt_spread(&ceilings.iter().map(|c| c.lost as f64).collect::<Vec<_>>(), 0)
+        );
+        println!(
+            "  broker CPU µs/message {}",
+            fmt_spread(&ceilings.iter().map(|c| c.cpu_us_per_message).collect::<Vec<_>>(), 1)
+        );
+    }
+    if !bursts.is_empty() {
+        let mut all: Vec<f64> = bursts.iter().map(|b| b.all_ms).collect();
+        all.sort_by(f64::total_cmp);
+        let mut first: Vec<f64> = bursts.iter().map(|b| b.first_ms).collect();
+        first.sort_by(f64::total_cmp);
+        println!("burst: scene activation of {burst_units} units, {} activations", bursts.len());
+        println!(
+            "  all units received ms p50 {:.1} p99 {:.1} max {:.1} (first unit p50 {:.1})",
+            quantile(&all, 0.5),
+            quantile(&all, 0.99),
+            all[all.len() - 1],
+            quantile(&first, 0.5)
+        );
+    }
+    println!("1-minute load at the end: {:.2}", support::load1());
+    let Rig { sim, bridge, broker, .. } = rig;
+    bridge.stop();
+    drop(broker);
+    sim.stop().await;
+    Ok(())
+}
+
+/// One phase: `rate` changes per second for `seconds`, then up to 10 s for the last ones to
+/// arrive.
+async fn phase(rig: &mut Rig, rate: f64, seconds: f64) -> anyhow::Result<PhaseResult> {
+    let total = (rate * seconds).round() as usize;
+    let seq0 = rig.next_seq;
+    rig.next_seq += total as u64;
+    let injected_at: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
+    let load = support::load1();
+    let from = rig.recorder.len();
+    let (bridge0, broker0) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+
+    let shared = rig.sim.shared().clone();
+    let targets = rig.targets.clone();
+    let base = rig.recorder.base;
+    let times = injected_at.clone();
+    let (start, end) = tokio::task::spawn_blocking(move || {
+        let start = Instant::now() + Duration::from_millis(20);
+        for (i, slot) in times.iter().enumerate() {
+            let due = start + Duration::from_secs_f64(i as f64 / rate);
+            loop {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                if due - now > Duration::from_millis(2) {
+                    std::thread::sleep(due - now - Duration::from_millis(1));
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            let (net, unit) = &targets[i % targets.len()];
+            let value = encode(seq0 + i as u64);
+            slot.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let _ = shared.world().set_unit_state(net, *unit, None, None, &[json!({"type": "Dimmer", "value": value})]);
+        }
+        (start, Instant::now())
+    })
+    .await?;
+
+    // Collect arrivals until every change is in, or 10 s after the last injection.
+    let mut arrived: Vec<Option<Duration>> = vec![None; total];
+    let (mut received, mut duplicates, mut scanned, mut messages) = (0usize, 0usize, from, 0usize);
+    let (mut json_bytes, mut json_count) = (0usize, 0usize);
+    let drain_deadline = end + Duration::from_secs(10);
+    loop {
+        let new: Vec<Received> = rig.recorder.since(scanned);
+        scanned += new.len();
+        for m in new {
+            messages += 1;
+            if !is_unit_json(&m.topic) {
+                continue;
+            }
+            json_bytes += m.payload.len();
+            json_count += 1;
+            let Some(seq) = dimmer(&m.payload).map(decode) else { continue };
+            let Some(i) = seq.checked_sub(seq0).map(|i| i as usize).filter(|i| *i < total) else { continue };
+            match arrived[i] {
+                None => {
+                    arrived[i] = Some(m.at);
+                    received += 1;
+                }
+                Some(_) => duplicates += 1,
+            }
+        }
+        if received == total || Instant::now() > drain_deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let mut latencies: Vec<f64> = arrived
+        .iter()
+        .zip(injected_at.iter())
+        .filter_map(|(a, t)| {
+            let sent = Duration::from_nanos(t.load(Ordering::Relaxed));
+            a.map(|a| a.saturating_sub(sent).as_secs_f64() * 1000.0)
+        })
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    Ok(PhaseResult {
+        rate,
+        injected: total,
+        achieved_rate: total as f64 / (end - start).as_secs_f64(),
+        received,
+        lost: total - received,
+        duplicates,
+        p50_ms: quantile(&latencies, 0.5),
+        p99_ms: quantile(&latencies, 0.99),
+        max_ms: latencies.last().copied().unwrap_or(f64::NAN),
+        bridge_cpu: bridge1.saturating_sub(bridge0),
+        broker_cpu: broker1.saturating_sub(broker0),
+        messages,
+        unit_json_bytes: if json_count > 0 { json_bytes as f64 / json_count as f64 } else { f64::NAN },
+        load,
+    })
+}
+
+struct Ceiling {
+    sent: usize,
+    rate: f64,
+    lost: usize,
+    cpu_us_per_message: f64,
+}
+
+/// mosquitto alone: a plain rumqttc publisher (MQTT 5, QoS 1, retained, as the bridge publishes)
+/// sends `count` messages of `size` bytes as fast as it can to the subscriber.
+async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling> {
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+    let mut o = MqttOptions::new("bench-ceiling-publisher", "127.0.0.1", rig.broker.port);
+    o.set_keep_alive(Duration::from_secs(30)).set_clean_start(true);
+    let (client, mut eventloop) = AsyncClient::new(o, 1024);
+    let (connected_tx, connected_rx) = tokio::sync::oneshot::channel();
+    let poller = tokio::spawn(async move {
+        let mut connected_tx = Some(connected_tx);
+        loop {
+            match eventloop.poll().await {
+                Ok(Event::Incoming(rumqttc::v5::mqttbytes::v5::Packet::ConnAck(_))) => {
+                    if let Some(t) = connected_tx.take() {
+                        let _ = t.send(());
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(10), connected_rx).await??;
+    let from = rig.recorder.len();
+    let broker0 = cpu_time(rig.broker.pid());
+    let filler = "x".repeat(size.saturating_sub(40));
+    let start = rig.recorder.base.elapsed();
+    for i in 0..count {
+        let payload = format!("{{\"seq\":{i:>10},\"pad\":\"{filler}\"}}");
+        client.publish(format!("bench/ceiling/{}", i % 400), QoS::AtLeastOnce, true, payload).await?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut received = 0usize;
+    let mut last = start;
+    let mut scanned = from;
+    while received < count && Instant::now() < deadline {
+        let new = rig.recorder.since(scanned);
+        scanned += new.len();
+        for m in new.iter().filter(|m| m.topic.starts_with("bench/ceiling/")) {
+            received += 1;
+            last = m.at;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let broker1 = cpu_time(rig.broker.pid());
+    let _ = client.disconnect().await;
+    poller.abort();
+    // Clear the retained test topics.
+    let (clear, mut el) = AsyncClient::new(MqttOptions::new("bench-ceiling-clear", "127.0.0.1", rig.broker.port), 1024);
+    let clearer = tokio::spawn(async move { while el.poll().await.is_ok() {} });
+    for t in 0..400 {
+        clear.publish(format!("bench/ceiling/{t}"), QoS::AtLeastOnce, true, Vec::<u8>::new()).await?;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    clearer.abort();
+    Ok(Ceiling {
+        sent: count,
+        rate: received as f64 / (last.saturating_sub(start)).as_secs_f64(),
+        lost: count - received,
+        cpu_us_per_message: broker1.saturating_sub(broker0).as_secs_f64() * 1e6 / count as f64,
+    })
+}
+
+struct Burst {
+    first_ms: f64,
+    all_ms: f64,
+}
+
+/// One scene activation changing every unit of the burst network; waits until each unit's JSON
+/// with the scene's level has arrived.
+async fn burst(rig: &Rig, network: &str, units: usize, level: f64) -> anyhow::Result<Burst> {
+    let expected = 0.6 * level;
+    let slug = {
+        let world = rig.sim.shared().world();
+        casambi2mqtt::mqtt::topics::slug(&world.networks[network].def.name)
+    };
+    let prefix = format!("casambi/{slug}/unit/");
+    let from = rig.recorder.len();
+    let t0 = rig.recorder.base.elapsed();
+    rig.sim.shared().world().control_scene(network, 1, level)?;
+    let mut seen = std::collections::HashSet::new();
+    let (mut first, mut last) = (None, Duration::ZERO);
+    let mut scanned = from;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while seen.len() < units && Instant::now() < deadline {
+        let new = rig.recorder.since(scanned);
+        scanned += new.len();
+        for m in new.iter().filter(|m| m.topic.starts_with(&prefix) && is_unit_json(&m.topic)) {
+            if dimmer(&m.payload).is_some_and(|v| (v - expected).abs() < 1e-9) && seen.insert(m.topic.clone()) {
+                first.get_or_insert(m.at);
+                last = m.at;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    anyhow::ensure!(seen.len() == units, "only {} of {units} units arrived within 5 s", seen.len());
+    // Let the bridge's /state refresh after the scene change pass before the next activation.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    rig.recorder.settle(Duration::from_millis(500), Duration::from_secs(10)).await;
+    let ms = |d: Duration| d.saturating_sub(t0).as_secs_f64() * 1000.0;
+    Ok(Burst { first_ms: first.map_or(f64::NAN, ms), all_ms: ms(last) })
+}

@@ -1,0 +1,227 @@
+//! Scale benchmark: start-up of the bridge against a big generated site (default 100 networks ×
+//! 250 units = 25,000 units), its memory, its idle CPU and its start-up REST requests.
+//!
+//! ```text
+//! cargo run --release --example bench_scale -- --site 100x250 --runs 3
+//! ```
+//!
+//! Each run starts a fresh simulator (in this process), a fresh mosquitto and the bridge in a
+//! child process (`app::run`, the code of `casambi2mqtt run`; this binary with `--bridge CONFIG`),
+//! so the bridge's peak RSS and CPU time come from `/proc/<pid>/` alone. A subscriber that is
+//! connected before the bridge starts timestamps everything the bridge publishes.
+//!
+//! - Start-up time: from spawning the bridge to the last retained message of the start-up
+//!   (every device config, unit JSON, group, scene and network topic), checked against the
+//!   counts the site implies and against what a fresh subscriber then gets from the broker's
+//!   retained store.
+//! - Peak RSS: `VmHWM` of the bridge process after start-up and after the idle period.
+//! - Idle CPU: the bridge's CPU time over `--idle` seconds with every wire open and quiet.
+//! - Requests: the simulator's request log (`GET /_sim/log/requests`) against the contract's
+//!   formula: sessions + 2 per network + 1 per distinct fixture.
+
+#[path = "bench_support/mod.rs"]
+mod support;
+
+use casambi2mqtt::sim::site::Site;
+use casambi2mqtt::sim::{SimConfig, Simulator};
+use clap::Parser;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::{Duration, Instant};
+use support::{BridgeProcess, Broker, cpu_time, fmt_spread, status_mib};
+
+#[derive(Debug, Parser)]
+#[command(about = "Scale benchmark of casambi2mqtt (see BENCHMARKS.md)")]
+struct Args {
+    /// Generated site, NETWORKSxUNITS.
+    #[arg(long, default_value = "100x250")]
+    site: String,
+    /// Runs (min / median / max are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds of idle CPU measurement.
+    #[arg(long, default_value_t = 20.0)]
+    idle: f64,
+    /// Wait (up to 20 minutes) until the 1-minute load is at most this before each run.
+    #[arg(long, default_value_t = 1.0)]
+    max_load: f64,
+    /// Stop everything after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    timeout: u64,
+}
+
+fn main() -> anyhow::Result<()> {
+    if support::bridge_child() {
+        return Ok(());
+    }
+    let args = Args::parse();
+    support::watchdog(Duration::from_secs(args.timeout));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(run(args))
+}
+
+struct RunResult {
+    startup_s: f64,
+    first_s: f64,
+    messages: usize,
+    retained: usize,
+    rss_startup_mib: f64,
+    rss_idle_mib: f64,
+    idle_percent: f64,
+    requests: usize,
+    expected_requests: usize,
+    load: f64,
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    println!("# bench_scale");
+    println!("machine: {}", support::machine());
+    println!("broker: {}", Broker::version());
+    let (networks, units) = Site::parse_size(&args.site)?;
+    println!("site: {networks} networks × {units} units = {} units", networks * units);
+    let mut results = Vec::new();
+    for run in 0..args.runs {
+        let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
+        let r = one_run(&args, load).await?;
+        println!(
+            "run {}: start-up {:.2} s (first message {:.2} s, {} messages, {} retained), peak RSS {:.1} MiB after start-up, \
+             {:.1} MiB after idle, idle CPU {:.3} % of a core, {} REST requests (formula: {}), load {:.2}",
+            run + 1,
+            r.startup_s,
+            r.first_s,
+            r.messages,
+            r.retained,
+            r.rss_startup_mib,
+            r.rss_idle_mib,
+            r.idle_percent,
+            r.requests,
+            r.expected_requests,
+            r.load
+        );
+        results.push(r);
+    }
+    let f = |g: fn(&RunResult) -> f64| results.iter().map(g).collect::<Vec<_>>();
+    println!();
+    println!("## Summary (min / median / max over {} runs)", results.len());
+    println!("  start-up s            {}", fmt_spread(&f(|r| r.startup_s), 2));
+    println!("  peak RSS MiB          {}", fmt_spread(&f(|r| r.rss_idle_mib), 1));
+    println!("  idle CPU % of a core  {}", fmt_spread(&f(|r| r.idle_percent), 3));
+    println!("  REST requests         {}", fmt_spread(&f(|r| r.requests as f64), 0));
+    println!("  formula               {}", fmt_spread(&f(|r| r.expected_requests as f64), 0));
+    println!("  load at start         {}", fmt_spread(&f(|r| r.load), 2));
+    Ok(())
+}
+
+async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
+    let (networks, units) = Site::parse_size(&args.site)?;
+    let site = Site::generate(networks, units);
+    let total_units = networks * units;
+    let fixtures: BTreeSet<i64> = site.networks.iter().flat_map(|n| n.units.iter().map(|u| u.fixture)).collect();
+    let sim = Simulator::start_local(SimConfig::new(site)).await?;
+    let broker = Broker::start();
+    let base = Instant::now();
+    let (recorder, _sub) = support::subscribe(broker.port, "bench-scale-subscriber", &["#"], base).await;
+    let bridge = BridgeProcess::start(&support::bridge_config(&sim, &broker));
+    let spawned = bridge.started.saturating_duration_since(base);
+
+    // Start-up is complete when every unit has its device config and its JSON, and every network
+    // its device config and JSON; then nothing more arrives for 3 s.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut unit_json, mut configs, mut network_json) = (HashSet::new(), HashSet::new(), HashSet::new());
+    let mut scanned = 0;
+    loop {
+        let new = recorder.since(scanned);
+        scanned += new.len();
+        for m in &new {
+            let parts: Vec<&str> = m.topic.split('/').collect();
+            match parts.as_slice() {
+                ["casambi", _, "unit", _] => {
+                    unit_json.insert(m.topic.clone());
+                }
+                ["homeassistant", "device", _, "config"] if !m.payload.is_empty() => {
+                    configs.insert(m.topic.clone());
+                }
+                ["casambi", net] if *net != "bridge" => {
+                    network_json.insert(m.topic.clone());
+                }
+                _ => {}
+            }
+        }
+        let done =
+            unit_json.len() >= total_units && configs.len() > total_units + networks && network_json.len() >= networks;
+        if done && recorder.quiet_for().is_some_and(|q| q >= Duration::from_secs(3)) {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "start-up incomplete after 120 s: {} unit JSON, {} configs, {} networks\n{}",
+            unit_json.len(),
+            configs.len(),
+            network_json.len(),
+            bridge.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let all = recorder.since(0);
+    let first = all.first().map_or(Duration::ZERO, |m| m.at);
+    // The last message of the start-up (everything after it is later than the 3 s of quiet).
+    let last = all.last().map_or(Duration::ZERO, |m| m.at);
+    let rss_startup = status_mib(bridge.pid(), "VmHWM");
+
+    // Idle: every wire open, nothing happening.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cpu0 = cpu_time(bridge.pid());
+    let t0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(args.idle)).await;
+    let idle_percent = cpu_time(bridge.pid()).saturating_sub(cpu0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
+    let rss_idle = status_mib(bridge.pid(), "VmHWM");
+
+    // What the broker retained: a fresh subscriber gets every retained topic once.
+    let (retained_rec, _c) = support::subscribe(broker.port, "bench-scale-retained", &["#"], Instant::now()).await;
+    retained_rec.settle(Duration::from_secs(2), Duration::from_secs(60)).await;
+    let retained_topics: HashSet<String> =
+        retained_rec.since(0).into_iter().filter(|m| m.retain && !m.payload.is_empty()).map(|m| m.topic).collect();
+    let live_topics: HashSet<&str> = all.iter().filter(|m| !m.payload.is_empty()).map(|m| m.topic.as_str()).collect();
+    let missing: Vec<&&str> =
+        live_topics.iter().filter(|t| !retained_topics.contains(**t) && !t.ends_with("/error")).take(5).collect();
+    anyhow::ensure!(missing.is_empty(), "published but not retained: {missing:?}");
+
+    // The simulator's request log.
+    let log: Value = reqwest::get(format!("{}/_sim/log/requests", sim.base_url())).await?.json().await?;
+    let records = log.as_array().cloned().unwrap_or_default();
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &records {
+        let (method, path) = (r["method"].as_str().unwrap_or(""), r["path"].as_str().unwrap_or(""));
+        let kind = if method == "POST" && path.ends_with("/session") {
+            "sessions".to_string()
+        } else if path.starts_with("/v1/fixtures/") {
+            "fixtures".to_string()
+        } else if path.ends_with("/state") {
+            "network state".to_string()
+        } else if path.starts_with("/v1/networks/") && path.matches('/').count() == 3 {
+            "network".to_string()
+        } else {
+            format!("{method} {path}")
+        };
+        *kinds.entry(kind).or_default() += 1;
+    }
+    let sessions = kinds.get("sessions").copied().unwrap_or(0);
+    let expected = sessions + 2 * networks + fixtures.len();
+    println!("  requests by kind: {kinds:?} (distinct fixtures: {})", fixtures.len());
+
+    bridge.stop();
+    drop(broker);
+    sim.stop().await;
+    Ok(RunResult {
+        startup_s: last.saturating_sub(spawned).as_secs_f64(),
+        first_s: first.saturating_sub(spawned).as_secs_f64(),
+        messages: all.len(),
+        retained: retained_topics.len(),
+        rss_startup_mib: rss_startup,
+        rss_idle_mib: rss_idle,
+        idle_percent,
+        requests: records.len(),
+        expected_requests: expected,
+        load,
+    })
+}
