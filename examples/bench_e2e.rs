@@ -198,7 +198,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let broker = Broker::start();
     let base = Instant::now();
     let (recorder, _sub) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
-    let yaml = support::bridge_config(&sim, &broker);
+    let yaml = support::bridge_config(&sim, &broker, true);
     let bridge = BridgeProcess::start(&yaml);
     println!("site: {} networks, {units} units; {} Dimmer+CCT luminaires driven", args.site, targets.len());
 

@@ -45,6 +45,9 @@ struct Args {
     /// Wait (up to 20 minutes) until the 1-minute load is at most this before each run.
     #[arg(long, default_value_t = 1.0)]
     max_load: f64,
+    /// Publish the per-attribute topics (`output.attribute_topics`, on by default).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    attribute_topics: bool,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
@@ -62,6 +65,8 @@ fn main() -> anyhow::Result<()> {
 
 struct RunResult {
     startup_s: f64,
+    bridge_cpu_s: f64,
+    broker_cpu_s: f64,
     first_s: f64,
     messages: usize,
     retained: usize,
@@ -84,13 +89,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
         let r = one_run(&args, load).await?;
         println!(
-            "run {}: start-up {:.2} s (first message {:.2} s, {} messages, {} retained), peak RSS {:.1} MiB after start-up, \
+            "run {}: start-up {:.2} s (first message {:.2} s, {} messages, {} retained; CPU bridge {:.2} s, broker {:.2} s), peak RSS {:.1} MiB after start-up, \
              {:.1} MiB after idle, idle CPU {:.3} % of a core, {} REST requests (formula: {}), load {:.2}",
             run + 1,
             r.startup_s,
             r.first_s,
             r.messages,
             r.retained,
+            r.bridge_cpu_s,
+            r.broker_cpu_s,
             r.rss_startup_mib,
             r.rss_idle_mib,
             r.idle_percent,
@@ -104,6 +111,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!();
     println!("## Summary (min / median / max over {} runs)", results.len());
     println!("  start-up s            {}", fmt_spread(&f(|r| r.startup_s), 2));
+    println!("  start-up CPU bridge s {}", fmt_spread(&f(|r| r.bridge_cpu_s), 2));
+    println!("  start-up CPU broker s {}", fmt_spread(&f(|r| r.broker_cpu_s), 2));
     println!("  peak RSS MiB          {}", fmt_spread(&f(|r| r.rss_idle_mib), 1));
     println!("  idle CPU % of a core  {}", fmt_spread(&f(|r| r.idle_percent), 3));
     println!("  REST requests         {}", fmt_spread(&f(|r| r.requests as f64), 0));
@@ -121,7 +130,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let broker = Broker::start();
     let base = Instant::now();
     let (recorder, _sub) = support::subscribe(broker.port, "bench-scale-subscriber", &["#"], base).await;
-    let bridge = BridgeProcess::start(&support::bridge_config(&sim, &broker));
+    let bridge = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
     let spawned = bridge.started.saturating_duration_since(base);
 
     // Start-up is complete when every unit has its device config and its JSON, and every network
@@ -167,6 +176,23 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     // The last message of the start-up (everything after it is later than the 3 s of quiet).
     let last = all.last().map_or(Duration::ZERO, |m| m.at);
     let rss_startup = status_mib(bridge.pid(), "VmHWM");
+    let (bridge_cpu, broker_cpu) = (cpu_time(bridge.pid()), cpu_time(broker.pid()));
+    let mut bytes: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for m in &all {
+        let kind = match m.topic.split('/').collect::<Vec<_>>().as_slice() {
+            ["homeassistant", ..] => "discovery",
+            ["casambi", _, "unit", _] => "unit JSON",
+            ["casambi", _, "unit", _, "availability"] => "unit availability",
+            ["casambi", _, "unit", _, _] => "unit attributes",
+            ["casambi", _, "group", _] => "group JSON",
+            ["casambi", _, "scene", _] => "scene",
+            _ => "network and bridge",
+        };
+        let e = bytes.entry(kind).or_default();
+        e.0 += 1;
+        e.1 += m.topic.len() + m.payload.len();
+    }
+    println!("  start-up messages by kind (count, topic + payload bytes): {bytes:?}");
 
     // Idle: every wire open, nothing happening.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -214,6 +240,8 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     sim.stop().await;
     Ok(RunResult {
         startup_s: last.saturating_sub(spawned).as_secs_f64(),
+        bridge_cpu_s: bridge_cpu.as_secs_f64(),
+        broker_cpu_s: broker_cpu.as_secs_f64(),
         first_s: first.saturating_sub(spawned).as_secs_f64(),
         messages: all.len(),
         retained: retained_topics.len(),

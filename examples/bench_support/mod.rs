@@ -225,7 +225,7 @@ pub fn bridge_child() -> bool {
 /// The bridge's configuration for a run: the simulator's demo key and credentials (every network
 /// they open), a client-side request limit far above what start-up needs (the generated sites'
 /// key allows 100,000 requests a minute), no health endpoint, warnings only.
-pub fn bridge_config(sim: &casambi2mqtt::sim::Simulator, broker: &Broker) -> String {
+pub fn bridge_config(sim: &casambi2mqtt::sim::Simulator, broker: &Broker, attribute_topics: bool) -> String {
     [
         "cloud:".to_string(),
         format!("  base_url: {}", sim.base_url()),
@@ -241,6 +241,8 @@ pub fn bridge_config(sim: &casambi2mqtt::sim::Simulator, broker: &Broker) -> Str
         "  client_id: casambi2mqtt-bench".into(),
         "health:".into(),
         "  listen: \"\"".into(),
+        "output:".into(),
+        format!("  attribute_topics: {attribute_topics}"),
         "log:".into(),
         "  level: warn".into(),
         String::new(),

@@ -193,6 +193,14 @@ fn trusted_pem(ca_file: Option<&Path>) -> Result<Vec<u8>, ClientError> {
     Ok(pem)
 }
 
+/// Socket options: TCP_NODELAY, so a state change goes out at once instead of waiting (Nagle's
+/// algorithm) for the broker to acknowledge the previous packet.
+fn network_options() -> rumqttc::NetworkOptions {
+    let mut n = rumqttc::NetworkOptions::new();
+    n.set_tcp_nodelay(true);
+    n
+}
+
 /// Hint appended to a connection error the broker gave for the credentials.
 const AUTH_HINT: &str = "the broker rejected the user name or password (check mqtt.username and mqtt.password)";
 
@@ -306,7 +314,8 @@ impl Client {
                 if let Some(w) = will {
                     o.set_last_will(rumqttc::LastWill::new(w.topic, w.payload, qos3(qos), true));
                 }
-                let (client, eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
+                let (client, mut eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
+                eventloop.set_network_options(network_options());
                 let task = tokio::spawn(poll_v3(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
                 Ok((Client { inner: Inner::V3(client), qos, _guard: guard }, rx, task))
@@ -329,6 +338,7 @@ impl Client {
                         None,
                     ));
                 }
+                o.set_network_options(network_options());
                 let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, REQUEST_CAPACITY);
                 let task = tokio::spawn(poll_v5(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));

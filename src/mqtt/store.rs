@@ -6,7 +6,7 @@
 //! how a removed or renamed unit, group or scene loses every topic it had, not only its discovery.
 
 use super::render::{Owner, Topics};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One broker operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +35,11 @@ pub struct Store {
     index: HashMap<String, Owner>,
     /// What this process last published per topic (since the last connection).
     published: HashMap<String, String>,
+    /// Topics cleared on the current connection. Handing a clear to the client does not mean
+    /// the broker got it: when the connection drops, the client discards what it had not
+    /// delivered (a clean session resumes nothing) while the broker keeps the old retained
+    /// message. So the next connection clears these again, unless they are wanted by then.
+    cleared: HashSet<String>,
 }
 
 impl Store {
@@ -94,20 +99,31 @@ impl Store {
     pub fn sent(&mut self, op: &Op) {
         match op {
             Op::Publish { topic, payload, .. } => {
+                self.cleared.remove(topic);
                 self.published.insert(topic.clone(), payload.clone());
             }
             Op::Clear { topic } => {
                 self.published.remove(topic);
+                self.cleared.insert(topic.clone());
             }
         }
     }
 
-    /// Everything again, for a new connection: clears of published topics nobody wants, then
-    /// every wanted topic (owner by owner; discovery before state within each).
-    pub fn resync(&self) -> Vec<Op> {
-        let mut stale: Vec<&String> = self.published.keys().filter(|t| !self.index.contains_key(*t)).collect();
+    /// Everything again, for a new connection: clears of published topics nobody wants and of
+    /// the topics cleared on the previous connection (that clear may have been lost with it),
+    /// then every wanted topic (owner by owner; discovery before state within each).
+    pub fn resync(&mut self) -> Vec<Op> {
+        let mut stale: Vec<String> = self
+            .published
+            .keys()
+            .chain(self.cleared.iter().filter(|t| !self.published.contains_key(*t)))
+            .filter(|t| !self.index.contains_key(*t))
+            .cloned()
+            .collect();
         stale.sort();
-        let mut ops: Vec<Op> = stale.into_iter().map(|t| Op::Clear { topic: t.clone() }).collect();
+        // The clears sent now are recorded again as they go out.
+        self.cleared.clear();
+        let mut ops: Vec<Op> = stale.into_iter().map(|topic| Op::Clear { topic }).collect();
         ops.extend(self.republish());
         ops
     }
@@ -198,6 +214,37 @@ mod tests {
         apply(&mut s, &ops);
         assert!(s.remove(&a).is_empty(), "x now belongs to b");
         assert!(s.is_desired("x"));
+    }
+
+    #[test]
+    fn a_clear_lost_with_the_connection_is_sent_again_on_the_next_one() {
+        let mut s = Store::default();
+        let a = Owner::Unit("n".into(), 1);
+        let ops = s.set(a.clone(), t(&[("old", "1")]));
+        apply(&mut s, &ops);
+        // Renamed: the clear of the old topic reaches the client, then the connection drops
+        // before the broker got it.
+        let ops = s.set(a.clone(), t(&[("new", "1")]));
+        apply(&mut s, &ops);
+        let ops = s.resync();
+        assert_eq!(
+            ops,
+            vec![
+                Op::Clear { topic: "old".into() },
+                Op::Publish { topic: "new".into(), payload: "1".into(), previous: Some("1".into()) }
+            ]
+        );
+        apply(&mut s, &ops);
+        // A topic wanted again is published, not cleared.
+        let ops = s.set(a.clone(), t(&[("old", "2")]));
+        apply(&mut s, &ops);
+        assert_eq!(
+            s.resync(),
+            vec![
+                Op::Clear { topic: "new".into() },
+                Op::Publish { topic: "old".into(), payload: "2".into(), previous: Some("2".into()) }
+            ]
+        );
     }
 
     #[test]

@@ -158,6 +158,15 @@ impl Simulator {
     pub async fn start(config: SimConfig, listen: SocketAddr) -> std::io::Result<Simulator> {
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
+        // Events go out as soon as they happen: without TCP_NODELAY, Nagle's algorithm holds a
+        // small frame back while the previous one is unacknowledged, and a client that only
+        // reads (the bridge) acknowledges late, so frames would wait up to the delayed-ACK timeout
+        // (40 ms on Linux).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         let auth = Auth::new(&config.site, config.lock_duration, config.session_lifetime);
         let (wire_faults, _) = broadcast::channel(64);
         let shared = Arc::new(Shared {
