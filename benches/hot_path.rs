@@ -95,17 +95,22 @@ fn fixtures() -> Fixtures {
     // The live event of the current state (frame A) leaves the view as it is.
     view.apply_unit(unit_of(&frame_a), true);
 
-    let renderer = Renderer {
-        layout: Layout::new("casambi"),
-        discovery: Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 }),
-        attribute_topics: OutputSettings::default().attribute_topics,
-    };
+    let renderer = fixtures_renderer();
     let mirror = NetMirror::new(view.clone(), "site_1".into());
     let mut store = Store::default();
     for op in plan::network_ops(&renderer, &mut store, &mirror) {
         store.sent(&op);
     }
     Fixtures { frame_a, frame_b, view, mirror, renderer, store }
+}
+
+/// The renderer of the default configuration (device discovery, attribute topics on).
+fn fixtures_renderer() -> Renderer {
+    Renderer {
+        layout: Layout::new("casambi"),
+        discovery: Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 }),
+        attribute_topics: OutputSettings::default().attribute_topics,
+    }
 }
 
 fn sent(store: &mut Store, ops: &[Op]) {
@@ -172,6 +177,67 @@ fn render(bencher: Bencher) {
         .bench_local_values(|u| {
             let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, black_box(u));
             sent(&mut f.store, &ops);
+            ops
+        });
+}
+
+/// Stage 3 with a cold working set: changes round-robin over the 200 `Dimmer + CCT` units of a
+/// 1,000-unit network (the store then holds ~17,000 topics), as on a busy site where consecutive
+/// events rarely concern the same unit.
+#[divan::bench]
+fn render_cold(bencher: Bencher) {
+    let site = Site::generate(1, 1000);
+    let world = World::new(&site);
+    let net_id = site.networks[0].id.clone();
+    let net = &world.networks[&net_id];
+    let state: NetworkState = serde_json::from_value(render::network(net, true)).expect("state parses");
+    let mut view = NetworkView::new(&net_id);
+    view.apply_snapshot(state);
+    let fixtures = view
+        .fixture_ids()
+        .into_iter()
+        .filter_map(|id| {
+            let f = world.fixtures.get(&i64::from(id))?;
+            Some((id, Arc::new(serde_json::from_value::<Fixture>(render::fixture(f)).expect("fixture parses"))))
+        })
+        .collect();
+    view.set_fixtures(fixtures);
+    view.set_connection(Connection::Live);
+    let f = fixtures_renderer();
+    let mut mirror = NetMirror::new(view, "site_1".into());
+    let mut store = Store::default();
+    for op in plan::network_ops(&f, &mut store, &mirror) {
+        store.sent(&op);
+    }
+    // Two versions (Dimmer 0.7 and 0.5) of every tunable unit.
+    let units: Vec<[Arc<UnitState>; 2]> = mirror
+        .view
+        .units
+        .values()
+        .filter(|u| u.fixture_id == Some(1002))
+        .map(|u| {
+            let with = |level: f64| {
+                let mut v = UnitState::clone(u);
+                for c in v.controls.iter_mut().flatten() {
+                    if let casambi2mqtt::cloud::model::Control::Dimmer(d) = c {
+                        d.value = level;
+                    }
+                }
+                Arc::new(v)
+            };
+            [with(0.7), with(0.5)]
+        })
+        .collect();
+    let mut next = 0usize;
+    bencher
+        .counter(ItemsCount::new(1usize))
+        .with_inputs(|| {
+            next += 1;
+            units[next % units.len()][(next / units.len()) % 2].clone()
+        })
+        .bench_local_values(|u| {
+            let ops = plan::unit_ops(&f, &mut store, &mut mirror, black_box(u));
+            sent(&mut store, &ops);
             ops
         });
 }

@@ -144,8 +144,21 @@ impl BridgeProcess {
         std::fs::write(&path, yaml).expect("write config");
         let log = std::fs::File::create(dir.path().join("bridge.log")).expect("log file");
         let exe = std::env::current_exe().expect("own path");
+        // BENCH_BRIDGE_WRAP runs the bridge under a profiler, e.g.
+        // `BENCH_BRIDGE_WRAP="valgrind --tool=massif --massif-out-file=/tmp/massif.out"`.
+        let wrap: Vec<String> = std::env::var("BENCH_BRIDGE_WRAP")
+            .map(|w| w.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        let mut command = match wrap.split_first() {
+            Some((tool, tool_args)) => {
+                let mut c = Command::new(tool);
+                c.args(tool_args).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
         let started = Instant::now();
-        let child = Command::new(exe)
+        let child = command
             .arg("--bridge")
             .arg(&path)
             .stdin(Stdio::piped())
@@ -405,6 +418,10 @@ pub async fn subscribe(port: u16, id: &str, filters: &[&str], base: Instant) -> 
                 }
                 Ok(_) => {}
                 Err(e) => {
+                    // Nobody reads the recordings any more (the run is over): stop.
+                    if Arc::strong_count(&r) == 1 {
+                        break;
+                    }
                     eprintln!("subscriber: {e}");
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }

@@ -96,6 +96,21 @@ pub struct Supervisor {
     pub backoff: BackoffPolicy,
 }
 
+/// How a poll ended.
+enum Polled {
+    Done,
+    /// A wire event came first; the poll was abandoned.
+    Interrupted(Box<WireEvent>),
+    /// The wire channel is gone (shutdown).
+    WireGone,
+}
+
+/// What one snapshot fetched, before it is applied.
+struct Fetched {
+    config: Option<crate::cloud::model::Network>,
+    state: crate::cloud::model::NetworkState,
+}
+
 /// The supervisor's own bookkeeping besides the view.
 struct Run {
     view: NetworkView,
@@ -109,6 +124,8 @@ struct Run {
     wire_generation: u64,
     /// Fixture ids already looked up (found or not), so a missing fixture is not asked again.
     fixtures_asked: std::collections::BTreeSet<u32>,
+    /// The wire went down or was refused: poll at once instead of at the next tick.
+    poll_now: bool,
 }
 
 impl Supervisor {
@@ -125,6 +142,7 @@ impl Supervisor {
             wire_live: false,
             fixtures_asked: Default::default(),
             wire_generation: 0,
+            poll_now: false,
         };
         // Start-up snapshot, retried until it works.
         let mut backoff = self.backoff.backoff();
@@ -149,16 +167,42 @@ impl Supervisor {
         let mut resync = interval_at(start + self.timing.resync_interval, self.timing.resync_interval);
         resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let far = Duration::from_secs(365 * 24 * 3600);
+        let mut commands_open = true;
         loop {
             let refresh_at = run.scene_refresh.map_or(Instant::now() + far, |(at, _)| at);
             let reopen_at = run.reopen_at.unwrap_or(Instant::now() + far);
+            // Biased: shutdown first, then wire events and commands, then timers. A poll waits
+            // for a quota slot, and with a tight quota its tick is ready again at once; taken at
+            // random, ticks could keep a wire's `Opened` waiting for many polls.
             tokio::select! {
+                biased;
                 _ = shutdown.cancelled() => break,
                 event = wire_rx.recv() => {
                     let Some(event) = event else { break };
                     self.on_wire(&mut run, event).await;
+                    if std::mem::take(&mut run.poll_now) && !run.wire_live {
+                        poll.reset_immediately();
+                    }
                 }
-                _ = poll.tick(), if !run.wire_live => self.refresh(&mut run).await,
+                out = self.outgoing.recv(), if commands_open => {
+                    // Without senders (the bridge handle is gone) the branch would be ready forever.
+                    let Some(out) = out else { commands_open = false; continue };
+                    let result = self.channel.send(&self.id, out.build).await.map_err(|e| e.to_string());
+                    if result.is_ok() && out.refresh_after {
+                        schedule_refresh(&mut run, self.timing.scene_refresh_delay);
+                    }
+                    let _ = out.done.send(result);
+                }
+                _ = poll.tick(), if !run.wire_live => match self.poll(&mut run, &mut wire_rx).await {
+                    Polled::Done => {}
+                    Polled::Interrupted(event) => {
+                        self.on_wire(&mut run, *event).await;
+                        if std::mem::take(&mut run.poll_now) && !run.wire_live {
+                            poll.reset_immediately();
+                        }
+                    }
+                    Polled::WireGone => break,
+                },
                 _ = resync.tick(), if run.wire_live => self.refresh(&mut run).await,
                 _ = sleep_until(refresh_at), if run.scene_refresh.is_some() => {
                     run.scene_refresh = None;
@@ -167,14 +211,6 @@ impl Supervisor {
                 _ = sleep_until(reopen_at), if run.reopen_at.is_some() => {
                     run.reopen_at = None;
                     self.open_wire(&mut run).await;
-                }
-                out = self.outgoing.recv() => {
-                    let Some(out) = out else { continue };
-                    let result = self.channel.send(&self.id, out.build).await.map_err(|e| e.to_string());
-                    if result.is_ok() && out.refresh_after {
-                        schedule_refresh(&mut run, self.timing.scene_refresh_delay);
-                    }
-                    let _ = out.done.send(result);
                 }
             }
         }
@@ -189,7 +225,11 @@ impl Supervisor {
                     tracing::error!(network = %self.id, "event channel stopped; staying on REST polling");
                 }
             }
-            Err(e) => tracing::warn!(network = %self.id, error = %e, "no session for the wire"),
+            Err(e) => {
+                tracing::warn!(network = %self.id, error = %e, "no session for the wire; trying again later");
+                self.report_rest_failure(run, &e).await;
+                run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
+            }
         }
     }
 
@@ -202,12 +242,14 @@ impl Supervisor {
                 self.set_connection(run, Connection::Live).await;
             }
             WireEvent::Down { reason } => {
+                // Every failed reconnect reports the wire down again; only the first one counts.
                 if run.wire_live {
                     tracing::warn!(network = %self.id, reason = %reason, "wire down; polling over REST");
+                    run.wire_live = false;
+                    // Poll at once, to the end even if the wire is back meanwhile: changes made
+                    // while the wire was down are not lost.
+                    self.refresh(run).await;
                 }
-                run.wire_live = false;
-                // Poll at once: changes made while the wire was down are not lost.
-                self.refresh(run).await;
             }
             WireEvent::Refused(WireStatusKind::InvalidSession) => {
                 run.wire_live = false;
@@ -224,7 +266,7 @@ impl Supervisor {
                         run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
                     }
                 }
-                self.refresh(run).await;
+                run.poll_now = true;
             }
             WireEvent::Refused(status) => {
                 run.wire_live = false;
@@ -232,7 +274,7 @@ impl Supervisor {
                 tracing::warn!(network = %self.id, status = status.as_str(), "wire refused");
                 self.problem(message).await;
                 run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
-                self.refresh(run).await;
+                run.poll_now = true;
             }
             WireEvent::Message(msg) => self.on_message(run, msg).await,
         }
@@ -301,9 +343,36 @@ impl Supervisor {
     /// Fetches the state (and with `with_config` the network configuration too) and publishes
     /// what changed. A REST success while the wire is down means `polling`.
     async fn snapshot(&self, run: &mut Run, with_config: bool) -> Result<(), CloudError> {
-        let first = run.view.status.revision.is_none() && run.view.units.is_empty();
+        let fetched = self.fetch(with_config).await?;
+        self.apply(run, fetched).await;
+        Ok(())
+    }
+
+    /// The REST half of a snapshot. It changes nothing, so it may be dropped half-way.
+    async fn fetch(&self, with_config: bool) -> Result<Fetched, CloudError> {
         let config = if with_config { Some(self.with_session(|s| self.rest_network(s)).await?) } else { None };
         let state = self.with_session(|s| self.rest_state(s)).await?;
+        Ok(Fetched { config, state })
+    }
+
+    /// A poll while the wire is down. With a tight quota the fetch may wait seconds for a slot;
+    /// a wire event arriving meanwhile (typically `Opened`) abandons it, to be handled at once.
+    async fn poll(&self, run: &mut Run, wire_rx: &mut mpsc::Receiver<WireEvent>) -> Polled {
+        let fetched = tokio::select! {
+            biased;
+            event = wire_rx.recv() => return event.map_or(Polled::WireGone, |e| Polled::Interrupted(Box::new(e))),
+            fetched = self.fetch(false) => fetched,
+        };
+        match fetched {
+            Ok(fetched) => self.apply(run, fetched).await,
+            Err(e) => self.report_rest_failure(run, &e).await,
+        }
+        Polled::Done
+    }
+
+    /// The publishing half of a snapshot: applies what was fetched and sends what changed.
+    async fn apply(&self, run: &mut Run, Fetched { config, state }: Fetched) {
+        let first = run.view.status.revision.is_none() && run.view.units.is_empty();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         crate::health::metrics::metrics().last_resync.set(now.as_secs_f64());
         let before_status = run.view.status.clone();
@@ -328,7 +397,7 @@ impl Supervisor {
         if first || !topology.is_empty() || revision_changed || fixtures_missing {
             let view = Arc::new(run.view.clone());
             self.send(Update::Network { view, topology }).await;
-            return Ok(());
+            return;
         }
         if run.view.status != before_status {
             self.send_status(run).await;
@@ -338,7 +407,6 @@ impl Supervisor {
                 self.send(Update::Unit { network: self.id.clone(), unit: unit.clone() }).await;
             }
         }
-        Ok(())
     }
 
     async fn rest_network(&self, session: Secret) -> Result<crate::cloud::model::Network, CloudError> {

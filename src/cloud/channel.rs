@@ -27,6 +27,10 @@ use tokio_util::sync::CancellationToken;
 
 /// Largest frame the channel accepts; larger ones end the socket (and it reconnects).
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+/// How much one read from the socket may take. tungstenite zero-fills this much of its buffer
+/// before every read; its 128 KiB default costs more than parsing the frame when events arrive
+/// one by one. Events are ~0.5 KiB; a bigger frame just takes several reads.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Settings of one event channel.
 #[derive(Debug, Clone)]
@@ -254,8 +258,10 @@ impl Channel {
         let key =
             HeaderValue::from_str(self.config.api_key.expose()).map_err(|_| "API key is not a valid header value")?;
         request.headers_mut().insert("Sec-WebSocket-Protocol", key);
-        let ws_config =
-            WebSocketConfig::default().max_message_size(Some(MAX_FRAME_BYTES)).max_frame_size(Some(MAX_FRAME_BYTES));
+        let ws_config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_FRAME_BYTES))
+            .max_frame_size(Some(MAX_FRAME_BYTES))
+            .read_buffer_size(READ_BUFFER_BYTES);
         let connect = tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
         match timeout(self.config.connect_timeout, connect).await {
             Err(_) => Err("connect timed out".into()),

@@ -100,7 +100,14 @@ impl Store {
         match op {
             Op::Publish { topic, payload, .. } => {
                 self.cleared.remove(topic);
-                self.published.insert(topic.clone(), payload.clone());
+                // Reuse the strings of the topic's last payload (a state change is published
+                // thousands of times a second on big sites).
+                match self.published.get_mut(topic) {
+                    Some(last) => last.clone_from(payload),
+                    None => {
+                        self.published.insert(topic.clone(), payload.clone());
+                    }
+                }
             }
             Op::Clear { topic } => {
                 self.published.remove(topic);
