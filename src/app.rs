@@ -19,6 +19,17 @@ use crate::mqtt::{self, ResolvedCommand};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The async runtime of the bridge process: one thread.
+///
+/// Every event passes through four tasks (WebSocket reader, network supervisor, publisher, MQTT
+/// client); on one thread each hand-over is a queue push, on a worker-per-core runtime it is
+/// often a wake-up of another thread (a futex call and a context switch), which cost more than
+/// the work itself. One core carries far more than the cloud's quotas let through (see
+/// BENCHMARKS.md); blocking work (DNS, files) goes to tokio's blocking pool as before.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
+}
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

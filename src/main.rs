@@ -74,14 +74,20 @@ struct SimArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Runtime::new() {
+    let command = cli.command.unwrap_or(Command::Run(cli::ConfigArgs::default()));
+    // The simulator serves many clients at once and gets a worker per core; everything else
+    // runs on the bridge's own runtime.
+    let runtime = match &command {
+        Command::Sim(_) => tokio::runtime::Runtime::new(),
+        _ => casambi2mqtt::app::runtime(),
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
-    let command = cli.command.unwrap_or(Command::Run(cli::ConfigArgs::default()));
     runtime.block_on(async {
         match command {
             Command::Run(args) => cli::run(args).await,

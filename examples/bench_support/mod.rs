@@ -218,8 +218,13 @@ pub fn bridge_child() -> bool {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&config.log.level))
         .with_writer(std::io::stderr)
         .init();
-    // The runtime `casambi2mqtt run` uses (a worker per core).
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // The runtime `casambi2mqtt run` uses (BENCH_RUNTIME=multi: a worker per core instead, to
+    // compare).
+    let runtime = match std::env::var("BENCH_RUNTIME").as_deref() {
+        Ok("multi") => tokio::runtime::Runtime::new(),
+        _ => casambi2mqtt::app::runtime(),
+    }
+    .expect("runtime");
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();

@@ -260,9 +260,10 @@ impl NetworkView {
             groups: snapshot.groups,
             ..Network::default()
         };
+        let units = one_entry_per_id(snapshot.units);
         // The configuration part: reuse apply_config with the unit list taken from the states.
         let mut unit_list = BTreeMap::new();
-        for (key, u) in &snapshot.units {
+        for (key, u) in &units {
             unit_list.insert(
                 key.clone(),
                 crate::cloud::model::Unit {
@@ -282,7 +283,7 @@ impl NetworkView {
         let before: BTreeMap<u32, Arc<UnitState>> = self.units.clone();
         let topology = self.apply_config(&Network { units: unit_list, ..config });
         let mut changed_units = Vec::new();
-        for (_, state) in snapshot.units {
+        for (_, state) in units {
             let id = state.id;
             let delta = self.apply_unit(state, false);
             let differs_from_before = match (before.get(&id), self.units.get(&id)) {
@@ -429,6 +430,30 @@ fn merged(stored: &UnitState, update: UnitState) -> UnitState {
     with_unit_fields!(build)
 }
 
+/// The units of a state snapshot with at most one entry per unit id. Two entries of one id (a
+/// corrupt or mid-migration payload) would otherwise both be applied, the second overwriting the
+/// first, and every snapshot would look like a change. The entry whose map key is its id wins,
+/// otherwise the last one in key order.
+fn one_entry_per_id(units: BTreeMap<String, UnitState>) -> BTreeMap<String, UnitState> {
+    let mut by_id: BTreeMap<u32, (String, UnitState)> = BTreeMap::new();
+    for (key, unit) in units {
+        let keyed_by_id = key == unit.id.to_string();
+        match by_id.get(&unit.id) {
+            Some((kept, _)) if *kept == unit.id.to_string() && !keyed_by_id => {
+                tracing::warn!(unit = unit.id, key = %key, "snapshot lists a unit twice; keeping the entry under its own id");
+            }
+            Some(_) => {
+                tracing::warn!(unit = unit.id, key = %key, "snapshot lists a unit twice; keeping one entry");
+                by_id.insert(unit.id, (key, unit));
+            }
+            None => {
+                by_id.insert(unit.id, (key, unit));
+            }
+        }
+    }
+    by_id.into_values().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,6 +507,22 @@ mod tests {
         let sw = r#"{"id":6,"type":"BatterySwitch","controls":[{"type":"Switch"}]}"#;
         assert_eq!(view.apply_unit(event(sw), false).event, None);
         assert!(matches!(view.apply_unit(event(sw), true).event, Some(UnitEvent::Switch(_))));
+    }
+
+    #[test]
+    fn a_snapshot_listing_a_unit_twice_is_still_idempotent() {
+        // Found by the `rest_payload` fuzz target: two map entries with one unit id.
+        let state: NetworkState = serde_json::from_str(
+            r#"{"id":"n1","name":"N","units":{
+                "13":{"id":13,"name":"Garden","online":false},
+                "26":{"id":13,"name":"Hall sensor","online":true,"controls":[{"type":"Lux","value":4}]}}}"#,
+        )
+        .unwrap();
+        let mut view = NetworkView::new("n1");
+        view.apply_snapshot(state.clone());
+        assert_eq!(view.units[&13].name.as_deref(), Some("Garden"), "the entry under its own id wins");
+        let again = view.apply_snapshot(state);
+        assert!(again.changed_units.is_empty() && again.topology.is_empty(), "{again:?}");
     }
 
     #[test]

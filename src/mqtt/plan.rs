@@ -52,6 +52,14 @@ pub fn unit_ops(renderer: &Renderer, store: &mut Store, m: &mut NetMirror, unit:
 /// its state topics rendered anew.
 fn unit_state_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, owner: Owner, id: u32) -> Vec<Op> {
     let state = renderer.unit_state_topics(m, id);
+    if state.is_empty() {
+        return store.set(owner, renderer.unit(m, id));
+    }
+    let state = match store.update_tail(&owner, state) {
+        Ok(ops) => return ops,
+        // The set of state topics changed (an attribute became known or unknown).
+        Err(state) => state,
+    };
     let Some((state_topic, _)) = state.first() else {
         return store.set(owner, renderer.unit(m, id));
     };
