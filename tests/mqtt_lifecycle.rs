@@ -211,3 +211,30 @@ async fn the_last_will_marks_the_bridge_offline_when_it_dies() {
     .await;
     assert!(r.contains_key("casambi/home/unit/kitchen-ceiling"), "state stays retained");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn problems_raised_before_the_first_connection_are_published_once_connected() {
+    let broker = Mosquitto::start();
+    let mut w = Watcher::start(broker.port(), "casambi/bridge/error").await;
+    // A frozen broker: the bridge's connection cannot complete while the problems are raised
+    // (as at start-up, when the cloud answers before the broker does).
+    broker.pause();
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    for message in ["credentials of a@example.com rejected (401)", "network n2 cannot be reached"] {
+        let network = message.contains("n2").then(|| std::sync::Arc::from("n2"));
+        bridge
+            .updates
+            .send(casambi2mqtt::bridge::update::Update::Problem { network, message: message.into() })
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    broker.resume();
+    let first = w.wait_for(Duration::from_secs(15), |s| s.payload.contains("a@example.com")).await;
+    let second = w.wait_for(Duration::from_secs(5), |s| s.payload.contains("cannot be reached")).await;
+    assert!(!first.retain && !second.retain, "problems are not retained");
+    let v: serde_json::Value = serde_json::from_str(&second.payload).unwrap();
+    assert_eq!(v["network"], "n2");
+    assert!(v["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
+    bridge.stop().await;
+}

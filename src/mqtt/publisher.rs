@@ -7,7 +7,10 @@
 //! message it republishes discovery, availability and state after a short random delay, so a
 //! restarted HA never leaves entities unavailable. Events and problems are published
 //! non-retained. While the connection is down nothing is sent: the next connection republishes
-//! the current truth instead of a stale queue.
+//! the current truth instead of a stale queue. Problems are the exception: the last
+//! [`HELD_ERRORS`] raised while disconnected (typically at start-up, before the first connection:
+//! rejected credentials, an unreachable network) are published on `bridge/error` once connected,
+//! with the time they were raised.
 
 use super::client::{Client, ClientEvent, Message};
 use super::commands::{self, Intake, ResolvedCommand};
@@ -24,10 +27,13 @@ use crate::cloud::model::Control;
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+
+/// Problems kept while disconnected; older ones are dropped first.
+pub const HELD_ERRORS: usize = 32;
 
 /// Timings of the publisher; the defaults suit production, tests shorten them.
 #[derive(Debug, Clone)]
@@ -67,6 +73,8 @@ pub(crate) struct Publisher {
     candidates: Option<Vec<Candidate>>,
     tuning: Tuning,
     birth_at: Option<Instant>,
+    /// `bridge/error` payloads raised while disconnected, sent on the next connection.
+    held_errors: VecDeque<Value>,
 }
 
 impl Publisher {
@@ -95,6 +103,7 @@ impl Publisher {
             candidates: None,
             tuning,
             birth_at: None,
+            held_errors: VecDeque::new(),
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -206,6 +215,21 @@ impl Publisher {
         let ops = self.store.resync();
         self.send(ops).await;
         self.judge_candidates().await;
+        while let Some(error) = self.held_errors.pop_front() {
+            self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+        }
+    }
+
+    /// Publishes a `bridge/error` payload, or holds it until the next connection.
+    async fn publish_error(&mut self, payload: Value) {
+        if self.connected {
+            self.publish_transient(&self.renderer.layout.bridge_error(), payload).await;
+            return;
+        }
+        if self.held_errors.len() == HELD_ERRORS {
+            self.held_errors.pop_front();
+        }
+        self.held_errors.push_back(payload);
     }
 
     async fn on_message(&mut self, m: Message) {
@@ -287,7 +311,7 @@ impl Publisher {
                     "reason": message,
                     "time": Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
                 });
-                self.publish_transient(&self.renderer.layout.bridge_error(), payload).await;
+                self.publish_error(payload).await;
             }
             Update::Rejected { network, topic, reason } => {
                 let payload = json!({
@@ -296,7 +320,7 @@ impl Publisher {
                     "reason": reason,
                     "time": Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
                 });
-                self.publish_transient(&self.renderer.layout.bridge_error(), payload).await;
+                self.publish_error(payload).await;
             }
         }
     }
