@@ -37,13 +37,24 @@ pub struct Store {
     desired: BTreeMap<Owner, Topics>,
     /// Which owner wants a topic.
     index: HashMap<String, Owner>,
-    /// What this process last published per topic (since the last connection).
-    published: HashMap<String, String>,
+    /// The fingerprint of what this process last published per topic (since the last
+    /// connection). Only a fingerprint: on a site of 25,000 units the payloads are ~50 MB, and a
+    /// second copy of them was a sixth of the bridge's memory.
+    published: HashMap<String, u64>,
     /// Topics cleared on the current connection. Handing a clear to the client does not mean
     /// the broker got it: when the connection drops, the client discards what it had not
     /// delivered (a clean session resumes nothing) while the broker keeps the old retained
     /// message. So the next connection clears these again, unless they are wanted by then.
     cleared: HashSet<String>,
+}
+
+/// The hasher of [`fingerprint`]: fixed, so equal payloads always agree.
+const FINGERPRINT: foldhash::quality::FixedState = foldhash::quality::FixedState::with_seed(0x6361_7361_6d62_6932);
+
+/// A payload's 64-bit fingerprint. Two different payloads of one topic agree with a probability
+/// of 2⁻⁶⁴: the store would then skip one publication, until the next change of that topic.
+fn fingerprint(payload: &str) -> u64 {
+    std::hash::BuildHasher::hash_one(&FINGERPRINT, payload)
 }
 
 impl Store {
@@ -62,13 +73,17 @@ impl Store {
             }
         }
         let mut ops = Vec::new();
-        for (t, p) in &topics {
+        for (i, (t, p)) in topics.iter().enumerate() {
             if !same_topics || self.index.get(t) != Some(&owner) {
                 self.index.insert(t.clone(), owner.clone());
             }
-            let previous = self.published.get(t);
-            if previous != Some(p) {
-                ops.push(Op::Publish { topic: t.clone(), payload: p.clone(), previous: previous.cloned() });
+            let published = self.published.get(t).copied();
+            if published != Some(fingerprint(p)) {
+                // The text of what was published, when the owner's last payload is it (the
+                // publisher needs it for discovery configs that lose a component).
+                let last = if same_topics { old.get(i) } else { old.iter().find(|(o, _)| o == t) };
+                let previous = last.map(|(_, o)| o).filter(|o| published == Some(fingerprint(o))).cloned();
+                ops.push(Op::Publish { topic: t.clone(), payload: p.clone(), previous });
             }
         }
         if !same_topics {
@@ -107,7 +122,7 @@ impl Store {
             if self.index.get(&topic) != Some(owner) {
                 self.index.insert(topic.clone(), owner.clone());
             }
-            if self.published.get(&topic) != Some(&payload) {
+            if self.published.get(&topic) != Some(&fingerprint(&payload)) {
                 // State topics are never discovery configs, so no `previous` is needed.
                 ops.push(Op::Publish { topic, payload: payload.clone(), previous: None });
             }
@@ -136,12 +151,11 @@ impl Store {
         match op {
             Op::Publish { topic, payload, .. } => {
                 self.cleared.remove(topic);
-                // Reuse the strings of the topic's last payload (a state change is published
-                // thousands of times a second on big sites).
+                let print = fingerprint(payload);
                 match self.published.get_mut(topic) {
-                    Some(last) => last.clone_from(payload),
+                    Some(last) => *last = print,
                     None => {
-                        self.published.insert(topic.clone(), payload.clone());
+                        self.published.insert(topic.clone(), print);
                     }
                 }
             }
@@ -176,11 +190,9 @@ impl Store {
         self.desired
             .values()
             .flatten()
-            .map(|(t, p)| Op::Publish {
-                topic: t.clone(),
-                payload: p.clone(),
-                previous: self.published.get(t).cloned(),
-            })
+            // No `previous`: what is wanted is what was published (HA's birth), or the text the
+            // broker holds is no longer known (a resync after changes while disconnected).
+            .map(|(t, p)| Op::Publish { topic: t.clone(), payload: p.clone(), previous: None })
             .collect()
     }
 
@@ -246,6 +258,25 @@ mod tests {
     }
 
     #[test]
+    fn previous_is_the_published_text_when_the_store_still_has_it() {
+        let mut s = Store::default();
+        let o = Owner::Unit("n".into(), 1);
+        let ops = s.set(o.clone(), t(&[("cfg", "x")]));
+        apply(&mut s, &ops);
+        // Published "x", then wanted "y" without it going out (disconnected), then "z": only a
+        // fingerprint of "x" is kept, so its text is no longer known.
+        let _unsent = s.set(o.clone(), t(&[("cfg", "y")]));
+        let ops = s.set(o.clone(), t(&[("cfg", "z")]));
+        assert_eq!(ops, vec![Op::Publish { topic: "cfg".into(), payload: "z".into(), previous: None }]);
+        apply(&mut s, &ops);
+        let ops = s.set(o.clone(), t(&[("cfg", "w")]));
+        assert_eq!(ops, vec![Op::Publish { topic: "cfg".into(), payload: "w".into(), previous: Some("z".into()) }]);
+        // Wanting the published text again publishes nothing.
+        apply(&mut s, &ops);
+        assert!(s.set(o, t(&[("cfg", "w")])).is_empty());
+    }
+
+    #[test]
     fn renamed_topics_are_published_then_old_ones_cleared() {
         let mut s = Store::default();
         let o = Owner::Unit("n".into(), 1);
@@ -293,7 +324,8 @@ mod tests {
             ops,
             vec![
                 Op::Clear { topic: "old".into() },
-                Op::Publish { topic: "new".into(), payload: "1".into(), previous: Some("1".into()) }
+                // A republication carries no `previous` (only a fingerprint is kept).
+                Op::Publish { topic: "new".into(), payload: "1".into(), previous: None }
             ]
         );
         apply(&mut s, &ops);
@@ -304,7 +336,7 @@ mod tests {
             s.resync(),
             vec![
                 Op::Clear { topic: "new".into() },
-                Op::Publish { topic: "old".into(), payload: "2".into(), previous: Some("2".into()) }
+                Op::Publish { topic: "old".into(), payload: "2".into(), previous: None }
             ]
         );
     }
