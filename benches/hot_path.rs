@@ -76,10 +76,21 @@ fn fixtures() -> Fixtures {
     let frame_b = frame(&body(&world));
     world.set_unit_state(&net_id, UNIT, None, None, &[json!({"type": "Dimmer", "value": 0.5})]).expect("unit exists");
 
-    // The core's view after its start-up snapshot (REST shapes), with the fixtures.
-    let net = &world.networks[&net_id];
+    let mut view = live_view(&world, &net_id);
+    // The live event of the current state (frame A) leaves the view as it is.
+    view.apply_unit(unit_of(&frame_a), true);
+
+    let renderer = fixtures_renderer();
+    let (mirror, store) = published(&renderer, view.clone());
+    Fixtures { frame_a, frame_b, view, mirror, renderer, store }
+}
+
+/// The core's view of a network after its start-up snapshot (REST shapes), with the fixtures,
+/// its wire live.
+fn live_view(world: &World, net_id: &str) -> NetworkView {
+    let net = &world.networks[net_id];
     let state: NetworkState = serde_json::from_value(render::network(net, true)).expect("state parses");
-    let mut view = NetworkView::new(&net_id);
+    let mut view = NetworkView::new(net_id);
     view.apply_snapshot(state);
     let fixtures = view
         .fixture_ids()
@@ -92,16 +103,17 @@ fn fixtures() -> Fixtures {
         .collect();
     view.set_fixtures(fixtures);
     view.set_connection(Connection::Live);
-    // The live event of the current state (frame A) leaves the view as it is.
-    view.apply_unit(unit_of(&frame_a), true);
+    view
+}
 
-    let renderer = fixtures_renderer();
-    let mirror = NetMirror::new(view.clone(), "site_1".into());
+/// The publisher's mirror and store of `view` with everything already published.
+fn published(renderer: &Renderer, view: NetworkView) -> (NetMirror, Store) {
+    let mirror = NetMirror::new(view, "site_1".into());
     let mut store = Store::default();
-    for op in plan::network_ops(&renderer, &mut store, &mirror) {
+    for op in plan::network_ops(renderer, &mut store, &mirror) {
         store.sent(&op);
     }
-    Fixtures { frame_a, frame_b, view, mirror, renderer, store }
+    (mirror, store)
 }
 
 /// The renderer of the default configuration (device discovery, attribute topics on).
@@ -189,26 +201,8 @@ fn render_cold(bencher: Bencher) {
     let site = Site::generate(1, 1000);
     let world = World::new(&site);
     let net_id = site.networks[0].id.clone();
-    let net = &world.networks[&net_id];
-    let state: NetworkState = serde_json::from_value(render::network(net, true)).expect("state parses");
-    let mut view = NetworkView::new(&net_id);
-    view.apply_snapshot(state);
-    let fixtures = view
-        .fixture_ids()
-        .into_iter()
-        .filter_map(|id| {
-            let f = world.fixtures.get(&i64::from(id))?;
-            Some((id, Arc::new(serde_json::from_value::<Fixture>(render::fixture(f)).expect("fixture parses"))))
-        })
-        .collect();
-    view.set_fixtures(fixtures);
-    view.set_connection(Connection::Live);
     let f = fixtures_renderer();
-    let mut mirror = NetMirror::new(view, "site_1".into());
-    let mut store = Store::default();
-    for op in plan::network_ops(&f, &mut store, &mirror) {
-        store.sent(&op);
-    }
+    let (mut mirror, mut store) = published(&f, live_view(&world, &net_id));
     // Two versions (Dimmer 0.7 and 0.5) of every tunable unit.
     let units: Vec<[Arc<UnitState>; 2]> = mirror
         .view

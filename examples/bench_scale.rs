@@ -58,9 +58,7 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let args = Args::parse();
-    support::watchdog(Duration::from_secs(args.timeout));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(run(args))
+    support::block_on(args.timeout, run(args))
 }
 
 struct RunResult {

@@ -20,6 +20,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
 /// The async runtime of the bridge process: one thread.
 ///
 /// Every event passes through four tasks (WebSocket reader, network supervisor, publisher, MQTT
@@ -30,8 +33,6 @@ use std::time::Duration;
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread().enable_all().build()
 }
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Updates in flight between the core and the publisher. Bounded: a slow broker slows the
 /// core down (and with it the reading of the socket) instead of growing memory.

@@ -31,6 +31,14 @@ fn unregister(pid: u32) {
     CHILDREN.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| *p != pid);
 }
 
+/// The `main` of a benchmark after its arguments are parsed: a watchdog of `timeout_secs`, then
+/// `run` on a two-worker runtime (the simulator, driver and subscriber share the process).
+pub fn block_on(timeout_secs: u64, run: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    watchdog(Duration::from_secs(timeout_secs));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(run)
+}
+
 /// Ends the whole run (children included) after `limit`: every run is bounded in time.
 pub fn watchdog(limit: Duration) {
     std::thread::spawn(move || {

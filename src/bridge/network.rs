@@ -124,8 +124,6 @@ struct Run {
     wire_generation: u64,
     /// Fixture ids already looked up (found or not), so a missing fixture is not asked again.
     fixtures_asked: std::collections::BTreeSet<u32>,
-    /// The wire went down or was refused: poll at once instead of at the next tick.
-    poll_now: bool,
 }
 
 impl Supervisor {
@@ -142,7 +140,6 @@ impl Supervisor {
             wire_live: false,
             fixtures_asked: Default::default(),
             wire_generation: 0,
-            poll_now: false,
         };
         // Start-up snapshot, retried until it works.
         let mut backoff = self.backoff.backoff();
@@ -179,8 +176,7 @@ impl Supervisor {
                 _ = shutdown.cancelled() => break,
                 event = wire_rx.recv() => {
                     let Some(event) = event else { break };
-                    self.on_wire(&mut run, event).await;
-                    if std::mem::take(&mut run.poll_now) && !run.wire_live {
+                    if self.on_wire(&mut run, event).await {
                         poll.reset_immediately();
                     }
                 }
@@ -196,8 +192,7 @@ impl Supervisor {
                 _ = poll.tick(), if !run.wire_live => match self.poll(&mut run, &mut wire_rx).await {
                     Polled::Done => {}
                     Polled::Interrupted(event) => {
-                        self.on_wire(&mut run, *event).await;
-                        if std::mem::take(&mut run.poll_now) && !run.wire_live {
+                        if self.on_wire(&mut run, *event).await {
                             poll.reset_immediately();
                         }
                     }
@@ -233,7 +228,9 @@ impl Supervisor {
         }
     }
 
-    async fn on_wire(&self, run: &mut Run, event: WireEvent) {
+    /// Handles one wire event; `true` when the wire was refused and a poll should run at once
+    /// rather than at the next tick.
+    async fn on_wire(&self, run: &mut Run, event: WireEvent) -> bool {
         match event {
             WireEvent::Opened => {
                 tracing::info!(network = %self.id, "wire open");
@@ -266,7 +263,7 @@ impl Supervisor {
                         run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
                     }
                 }
-                run.poll_now = true;
+                return true;
             }
             WireEvent::Refused(status) => {
                 run.wire_live = false;
@@ -274,10 +271,11 @@ impl Supervisor {
                 tracing::warn!(network = %self.id, status = status.as_str(), "wire refused");
                 self.problem(message).await;
                 run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
-                run.poll_now = true;
+                return true;
             }
             WireEvent::Message(msg) => self.on_message(run, msg).await,
         }
+        false
     }
 
     async fn on_message(&self, run: &mut Run, msg: ServerMessage) {
@@ -334,8 +332,14 @@ impl Supervisor {
 
     /// Polls `/state` (while the wire is down, for resyncs and scene refreshes).
     async fn refresh(&self, run: &mut Run) {
-        match self.snapshot(run, false).await {
-            Ok(()) => {}
+        let fetched = self.fetch(false).await;
+        self.apply_or_report(run, fetched).await;
+    }
+
+    /// Publishes what a poll fetched, or reports why it could not.
+    async fn apply_or_report(&self, run: &mut Run, fetched: Result<Fetched, CloudError>) {
+        match fetched {
+            Ok(fetched) => self.apply(run, fetched).await,
             Err(e) => self.report_rest_failure(run, &e).await,
         }
     }
@@ -363,10 +367,7 @@ impl Supervisor {
             event = wire_rx.recv() => return event.map_or(Polled::WireGone, |e| Polled::Interrupted(Box::new(e))),
             fetched = self.fetch(false) => fetched,
         };
-        match fetched {
-            Ok(fetched) => self.apply(run, fetched).await,
-            Err(e) => self.report_rest_failure(run, &e).await,
-        }
+        self.apply_or_report(run, fetched).await;
         Polled::Done
     }
 

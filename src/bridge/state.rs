@@ -435,19 +435,18 @@ fn merged(stored: &UnitState, update: UnitState) -> UnitState {
 /// first, and every snapshot would look like a change. The entry whose map key is its id wins,
 /// otherwise the last one in key order.
 fn one_entry_per_id(units: BTreeMap<String, UnitState>) -> BTreeMap<String, UnitState> {
+    use std::collections::btree_map::Entry;
     let mut by_id: BTreeMap<u32, (String, UnitState)> = BTreeMap::new();
     for (key, unit) in units {
-        let keyed_by_id = key == unit.id.to_string();
-        match by_id.get(&unit.id) {
-            Some((kept, _)) if *kept == unit.id.to_string() && !keyed_by_id => {
-                tracing::warn!(unit = unit.id, key = %key, "snapshot lists a unit twice; keeping the entry under its own id");
+        match by_id.entry(unit.id) {
+            Entry::Vacant(slot) => {
+                slot.insert((key, unit));
             }
-            Some(_) => {
+            Entry::Occupied(mut slot) => {
                 tracing::warn!(unit = unit.id, key = %key, "snapshot lists a unit twice; keeping one entry");
-                by_id.insert(unit.id, (key, unit));
-            }
-            None => {
-                by_id.insert(unit.id, (key, unit));
+                if slot.get().0 != unit.id.to_string() {
+                    slot.insert((key, unit));
+                }
             }
         }
     }

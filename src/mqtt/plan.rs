@@ -60,9 +60,7 @@ fn unit_state_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, owner: 
         // The set of state topics changed (an attribute became known or unknown).
         Err(state) => state,
     };
-    let Some((state_topic, _)) = state.first() else {
-        return store.set(owner, renderer.unit(m, id));
-    };
+    let state_topic = &state[0].0;
     let below =
         |t: &str| t.strip_prefix(state_topic.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
     let mut topics: Topics = store.desired_of(&owner).iter().filter(|(t, _)| !below(t)).cloned().collect();
