@@ -14,6 +14,7 @@ use casambi2mqtt::cloud::model::{Fixture, NetworkState, ServerMessage, UnitState
 use casambi2mqtt::mqtt::discovery::Discovery;
 use casambi2mqtt::mqtt::plan;
 use casambi2mqtt::mqtt::render::{NetMirror, Renderer};
+use casambi2mqtt::mqtt::state_text::StateText;
 use casambi2mqtt::mqtt::store::{Op, Store};
 use casambi2mqtt::mqtt::topics::Layout;
 use casambi2mqtt::mqtt::{DiscoveryMode, OutputSettings};
@@ -47,6 +48,7 @@ struct Fixtures {
     mirror: NetMirror,
     renderer: Renderer,
     store: Store,
+    text: StateText,
 }
 
 /// `{"wire":N,"method":"unitChanged",…body…}`, as the simulator's channel sends it.
@@ -82,7 +84,7 @@ fn fixtures() -> Fixtures {
 
     let renderer = fixtures_renderer();
     let (mirror, store) = published(&renderer, view.clone());
-    Fixtures { frame_a, frame_b, view, mirror, renderer, store }
+    Fixtures { frame_a, frame_b, view, mirror, renderer, store, text: StateText::default() }
 }
 
 /// The core's view of a network after its start-up snapshot (REST shapes), with the fixtures,
@@ -187,7 +189,7 @@ fn render(bencher: Bencher) {
             units[next % 2].clone()
         })
         .bench_local_values(|u| {
-            let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, black_box(u));
+            let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, black_box(u));
             sent(&mut f.store, &ops);
             ops
         });
@@ -222,6 +224,7 @@ fn render_cold(bencher: Bencher) {
             [with(0.7), with(0.5)]
         })
         .collect();
+    let mut text = StateText::default();
     let mut next = 0usize;
     bencher
         .counter(ItemsCount::new(1usize))
@@ -230,7 +233,7 @@ fn render_cold(bencher: Bencher) {
             units[next % units.len()][(next / units.len()) % 2].clone()
         })
         .bench_local_values(|u| {
-            let ops = plan::unit_ops(&f, &mut store, &mut mirror, black_box(u));
+            let ops = plan::unit_ops(&f, &mut store, &mut mirror, &mut text, black_box(u));
             sent(&mut store, &ops);
             ops
         });
@@ -272,7 +275,7 @@ fn pipeline_changed(bencher: Bencher) {
             if delta.changed
                 && let Some(unit) = f.view.units.get(&id).cloned()
             {
-                ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, unit);
+                ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, unit);
                 sent(&mut f.store, &ops);
             }
             ops
@@ -284,7 +287,7 @@ fn pipeline_changed(bencher: Bencher) {
 fn sizes(bencher: Bencher) {
     let mut f = fixtures();
     let unit = Arc::new(unit_of(&f.frame_b));
-    let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, unit);
+    let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, unit);
     let published: usize = ops
         .iter()
         .map(|op| match op {

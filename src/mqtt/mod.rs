@@ -22,6 +22,7 @@ pub mod plan;
 pub mod publisher;
 pub mod render;
 pub mod settings;
+pub mod state_text;
 pub mod store;
 pub mod topics;
 pub mod unit_json;

@@ -10,13 +10,21 @@
 //! it depends only on the identity, the firmware and the capabilities.
 
 use super::render::{NetMirror, Owner, Renderer, Topics};
+use super::state_text::StateText;
 use super::store::{Op, Store};
+use super::unit_json::member_reading;
 use crate::cloud::model::UnitState;
 use std::sync::Arc;
 
 /// Records `unit` (a changed unit of `m`'s network) in the mirror and returns the broker
-/// operations it calls for.
-pub fn unit_ops(renderer: &Renderer, store: &mut Store, m: &mut NetMirror, unit: Arc<UnitState>) -> Vec<Op> {
+/// operations it calls for. `text` is a reused buffer for the state payloads.
+pub fn unit_ops(
+    renderer: &Renderer,
+    store: &mut Store,
+    m: &mut NetMirror,
+    text: &mut StateText,
+    unit: Arc<UnitState>,
+) -> Vec<Op> {
     let id = unit.id;
     let old = m.view.units.get(&id).cloned();
     let old_caps = old.as_deref().map(|u| m.caps(u));
@@ -27,45 +35,88 @@ pub fn unit_ops(renderer: &Renderer, store: &mut Store, m: &mut NetMirror, unit:
         .is_none_or(|o| o.name != unit.name || o.address != unit.address || o.fixture_id != unit.fixture_id);
     let device_changed =
         identity_changed || caps_changed || old.as_deref().is_some_and(|o| o.firmware_version != unit.firmware_version);
+    // A group's JSON depends on its members' readings alone: most changes (a colour, a sensor
+    // value, a level below another member's) leave every group of the unit as it is.
+    let reading_changed =
+        old.as_deref().zip(old_caps).map(|(o, c)| member_reading(o, &c)) != Some(member_reading(&unit, &new_caps));
+    // The store keeps no payloads: the discovery config being replaced is rendered from the
+    // mirror before it changes (HA needs it when a component goes away).
+    let old_discovery = if device_changed { renderer.unit_discovery(m, id) } else { Vec::new() };
     m.view.units.insert(id, unit);
     if identity_changed {
         m.reslug();
-        return network_ops(renderer, store, m);
+        let mut ops = network_ops(renderer, store, m);
+        attach_previous(store, &mut ops, &old_discovery);
+        return ops;
     }
-    let network = &m.view.status.id;
-    let owner = Owner::Unit(network.clone(), id);
+    let owner = Owner::Unit(m.key.clone(), id);
     let mut ops = if device_changed {
-        store.set(owner, renderer.unit(m, id))
+        let mut ops = store.set(owner, renderer.unit(m, id));
+        attach_previous(store, &mut ops, &old_discovery);
+        ops
     } else {
-        unit_state_ops(renderer, store, m, owner, id)
+        unit_state_ops(renderer, store, m, owner, id, text)
     };
-    let groups: Vec<Owner> =
-        m.view.groups.values().filter(|g| g.units.contains(&id)).map(|g| Owner::Group(network.clone(), g.id)).collect();
-    ops.extend(owner_ops(renderer, store, m, &groups));
+    if reading_changed || caps_changed {
+        for g in m.view.groups.values().filter(|g| g.units.contains(&id)) {
+            ops.extend(group_ops(renderer, store, m, g.id, text));
+        }
+    }
     if caps_changed {
-        ops.extend(owner_ops(renderer, store, m, &[Owner::Network(network.clone())]));
+        ops.extend(owner_ops(renderer, store, m, &[Owner::Network(m.key.clone())]));
     }
     ops
 }
 
 /// A unit's topics after a change of its state alone: the discovery topics it already wants, then
 /// its state topics rendered anew.
-fn unit_state_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, owner: Owner, id: u32) -> Vec<Op> {
-    let state = renderer.unit_state_topics(m, id);
-    if state.is_empty() {
+fn unit_state_ops(
+    renderer: &Renderer,
+    store: &mut Store,
+    m: &NetMirror,
+    owner: Owner,
+    id: u32,
+    text: &mut StateText,
+) -> Vec<Op> {
+    let Some(slug) = renderer.unit_state_text(m, id, text) else {
         return store.set(owner, renderer.unit(m, id));
-    }
-    let state = match store.update_tail(&owner, state) {
-        Ok(ops) => return ops,
-        // The set of state topics changed (an attribute became known or unknown).
-        Err(state) => state,
     };
-    let state_topic = &state[0].0;
-    let below =
-        |t: &str| t.strip_prefix(state_topic.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
-    let mut topics: Topics = store.desired_of(&owner).iter().filter(|(t, _)| !below(t)).cloned().collect();
-    topics.extend(state);
-    store.set(owner, topics)
+    let (layout, net) = (&renderer.layout, m.slug.as_str());
+    if let Some(ops) = store.update_state(&owner, text, |t| layout.is_unit(t, net, slug)) {
+        return ops;
+    }
+    // The set of state topics changed (an attribute became known or unknown): all again.
+    store.set(owner, renderer.unit(m, id))
+}
+
+/// A group's topic after a change of one of its members.
+fn group_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, id: u32, text: &mut StateText) -> Vec<Op> {
+    let owner = Owner::Group(m.key.clone(), id);
+    let Some(slug) = renderer.group_text(m, id, text) else {
+        return store.set(owner, Vec::new());
+    };
+    let (layout, net) = (&renderer.layout, m.slug.as_str());
+    if let Some(ops) = store.update_state(&owner, text, |t| layout.is_group(t, net, slug)) {
+        return ops;
+    }
+    store.set(owner, text.topics(&layout.group(net, slug)))
+}
+
+/// Gives each publication in `ops` of a topic of `old` the text it replaces, when that text is
+/// what was published there (so the publisher can tell HA about removed components).
+pub fn attach_previous(store: &Store, ops: &mut [Op], old: &Topics) {
+    if old.is_empty() {
+        return;
+    }
+    let old: foldhash::HashMap<&str, &str> = old.iter().map(|(t, p)| (t.as_str(), p.as_str())).collect();
+    for op in ops {
+        if let Op::Publish { topic, previous: previous @ None, .. } = op
+            && let Some(text) = old.get(topic.as_str())
+            && store.published_is(topic, text)
+        {
+            *previous = Some(text.to_string());
+        }
+    }
 }
 
 /// Renders every owner of `m`'s network; owners that no longer exist lose their topics.
@@ -147,24 +198,24 @@ mod tests {
         for mode in [DiscoveryMode::Device, DiscoveryMode::Component] {
             let (renderer, mut store, mut m) = setup(mode);
             let changed = LAMP.replace("0.5", "0.7").replace("\"on\":true", "\"on\":false");
-            let ops = unit_ops(&renderer, &mut store, &mut m, unit(&changed));
+            let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(&changed));
             assert!(topics(&ops).iter().all(|t| !t.starts_with("homeassistant/")), "{:?}", topics(&ops));
             assert!(topics(&ops).contains(&"casambi/home/unit/lamp"));
             assert!(topics(&ops).contains(&"casambi/home/group/hall"));
             let owner = Owner::Unit("n1".into(), 1);
-            assert_eq!(store.desired_of(&owner), renderer.unit(&m, 1).as_slice());
+            assert!(store.wants(&owner, &renderer.unit(&m, 1)));
         }
     }
 
     #[test]
     fn a_firmware_or_capability_change_renders_discovery_again() {
         let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
-        let ops = unit_ops(&renderer, &mut store, &mut m, unit(&LAMP.replace("1.0", "2.0")));
+        let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(&LAMP.replace("1.0", "2.0")));
         assert!(topics(&ops).iter().any(|t| t.starts_with("homeassistant/device/")), "{:?}", topics(&ops));
         let cct = LAMP.replace(r#"]}"#, r#",{"type":"CCT","value":3000,"min":2700,"max":6500}]}"#);
-        let ops = unit_ops(&renderer, &mut store, &mut m, unit(&cct));
+        let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(&cct));
         assert!(topics(&ops).iter().any(|t| t.starts_with("homeassistant/device/")), "{:?}", topics(&ops));
-        assert_eq!(store.desired_of(&Owner::Unit("n1".into(), 1)), renderer.unit(&m, 1).as_slice());
+        assert!(store.wants(&Owner::Unit("n1".into(), 1), &renderer.unit(&m, 1)));
     }
 
     #[test]
@@ -172,9 +223,42 @@ mod tests {
         let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
         let dark =
             r#"{"id":2,"name":"Sensor","address":"a2","type":"Sensor","online":true,"controls":[{"type":"Lux"}]}"#;
-        let ops = unit_ops(&renderer, &mut store, &mut m, unit(dark));
+        let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(dark));
         assert!(topics(&ops).iter().all(|t| !t.starts_with("homeassistant/")), "{:?}", topics(&ops));
         assert!(ops.contains(&Op::Clear { topic: "casambi/home/unit/sensor/illuminance".into() }), "{ops:?}");
-        assert_eq!(store.desired_of(&Owner::Unit("n1".into(), 2)), renderer.unit(&m, 2).as_slice());
+        assert!(store.wants(&Owner::Unit("n1".into(), 2), &renderer.unit(&m, 2)));
+    }
+
+    #[test]
+    fn a_device_config_that_loses_a_component_carries_the_published_text() {
+        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
+        let mut text = StateText::default();
+        let with_presence = r#"{"id":2,"name":"Sensor","address":"a2","type":"Sensor","online":true,
+            "controls":[{"type":"Lux","value":3},{"type":"Presence","status":"absent"}]}"#;
+        let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(with_presence));
+        let config = |ops: &[Op]| {
+            ops.iter()
+                .find_map(|op| match op {
+                    Op::Publish { topic, payload, previous } if topic.starts_with("homeassistant/device/") => {
+                        Some((payload.clone(), previous.clone()))
+                    }
+                    _ => None,
+                })
+                .expect("the device config is published")
+        };
+        let (two, _) = config(&ops);
+        for op in &ops {
+            store.sent(op);
+        }
+        let lux_only = r#"{"id":2,"name":"Sensor","address":"a2","type":"Sensor","online":true,
+            "controls":[{"type":"Lux","value":3}]}"#;
+        let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(lux_only));
+        let (one, previous) = config(&ops);
+        assert_eq!(previous.as_deref(), Some(two.as_str()), "the published text with both components");
+        assert!(crate::mqtt::discovery::removal_step(&two, &one).is_some());
+        // That one was not sent (disconnected): back to both components, the broker already has
+        // that config, so nothing is published for it.
+        let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(with_presence));
+        assert!(ops.iter().all(|op| !matches!(op, Op::Publish { topic, .. } if topic.starts_with("homeassistant/"))));
     }
 }

@@ -17,8 +17,9 @@ use super::commands::{self, Intake, ResolvedCommand};
 use super::discovery::{self, Discovery};
 use super::gc::{self, Candidate, Scope};
 use super::plan;
-use super::render::{NetMirror, Owner, Renderer};
-use super::settings::Config;
+use super::render::{NetMirror, Owner, Renderer, Topics};
+use super::settings::{Config, DiscoveryMode};
+use super::state_text::StateText;
 use super::store::{Op, Store};
 use super::topics::{self, Layout};
 use crate::bridge::state::UnitEvent;
@@ -65,6 +66,8 @@ pub(crate) struct Publisher {
     renderer: Renderer,
     client: Client,
     store: Store,
+    /// The reused buffer of state payloads (see [`StateText`]).
+    text: StateText,
     nets: BTreeMap<String, NetMirror>,
     connected: bool,
     started_at: DateTime<Utc>,
@@ -75,6 +78,8 @@ pub(crate) struct Publisher {
     birth_at: Option<Instant>,
     /// `bridge/error` payloads raised while disconnected, sent on the next connection.
     held_errors: VecDeque<Value>,
+    /// While a network's update is published: its device configs as they were before, by topic.
+    previous: foldhash::HashMap<String, String>,
 }
 
 impl Publisher {
@@ -96,6 +101,7 @@ impl Publisher {
             renderer,
             client,
             store: Store::default(),
+            text: StateText::default(),
             nets: BTreeMap::new(),
             connected: false,
             started_at: Utc::now(),
@@ -104,6 +110,7 @@ impl Publisher {
             tuning,
             birth_at: None,
             held_errors: VecDeque::new(),
+            previous: foldhash::HashMap::default(),
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -157,8 +164,7 @@ impl Publisher {
                 _ = tokio::time::sleep_until(birth.unwrap_or_else(Instant::now)), if birth.is_some() => {
                     self.birth_at = None;
                     tracing::info!("republishing discovery and state after Home Assistant's birth message");
-                    let ops = self.store.republish();
-                    self.send(ops).await;
+                    self.republish().await;
                 }
             }
         }
@@ -214,9 +220,25 @@ impl Publisher {
         }
         let ops = self.store.resync();
         self.send(ops).await;
+        self.republish().await;
         self.judge_candidates().await;
         while let Some(error) = self.held_errors.pop_front() {
             self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+        }
+    }
+
+    /// Publishes every wanted topic again (a new connection, HA's birth): the bridge's, then
+    /// network by network, each rendered from the mirror (the store keeps no payloads) and sent
+    /// before the next is rendered, so a site of 25,000 units never holds all its payloads at
+    /// once.
+    async fn republish(&mut self) {
+        let bridge = self.renderer.bridge(&self.info());
+        self.send(publications(bridge)).await;
+        let ids: Vec<String> = self.nets.keys().cloned().collect();
+        for id in ids {
+            let Some(m) = self.nets.get(&id) else { continue };
+            let topics = m.owners().iter().flat_map(|o| self.renderer.owner(m, o)).collect();
+            self.send(publications(topics)).await;
         }
     }
 
@@ -275,8 +297,13 @@ impl Publisher {
                 let id = view.status.id.clone();
                 let view = std::sync::Arc::unwrap_or_clone(view);
                 let slug = self.nets.get(&id).map(|m| m.slug.clone()).unwrap_or_default();
+                // The discovery configs this network had, for HA's removal steps (the store
+                // keeps no payloads).
+                let old = self.nets.get(&id).map(|m| self.device_configs(m)).unwrap_or_default();
                 self.nets.insert(id.clone(), NetMirror::new(view, slug));
+                self.previous = old.into_iter().collect();
                 self.reslug_networks(Some(&id)).await;
+                self.previous.clear();
                 self.judge_candidates().await;
             }
             Update::Status { network, status } => {
@@ -298,7 +325,7 @@ impl Publisher {
                     tracing::debug!(%network, unit = unit.id, "unit of an unknown network");
                     return;
                 };
-                let ops = plan::unit_ops(&self.renderer, &mut self.store, m, unit);
+                let ops = plan::unit_ops(&self.renderer, &mut self.store, m, &mut self.text, unit);
                 self.send(ops).await;
             }
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
@@ -360,6 +387,25 @@ impl Publisher {
         self.send(ops).await;
     }
 
+    /// The device discovery configs of `m`'s owners (empty unless discovery is per device).
+    fn device_configs(&self, m: &NetMirror) -> Topics {
+        let Some(prefix) = self.device_prefix() else { return Vec::new() };
+        m.owners()
+            .iter()
+            .flat_map(|o| self.renderer.owner(m, o))
+            .filter(|(t, _)| t.starts_with(prefix.as_str()))
+            .collect()
+    }
+
+    /// `<discovery prefix>/device/`, when discovery is on and per device.
+    fn device_prefix(&self) -> Option<String> {
+        self.renderer
+            .discovery
+            .as_ref()
+            .filter(|d| d.mode == DiscoveryMode::Device)
+            .map(|d| format!("{}/device/", d.prefix))
+    }
+
     async fn publish_event(&mut self, network: &str, unit: u32, event: UnitEvent, at: DateTime<Utc>) {
         let Some(slug) =
             self.nets.get(network).and_then(|m| m.unit_slugs.get(&unit).map(|s| (m.slug.clone(), s.clone())))
@@ -398,10 +444,15 @@ impl Publisher {
         if !self.connected {
             return;
         }
-        let device_prefix = self.renderer.discovery.as_ref().map(|d| format!("{}/device/", d.prefix));
+        let device_prefix = self.device_prefix();
         for op in ops {
             let sent = match &op {
                 Op::Publish { topic, payload, previous } => {
+                    // The text being replaced: given by the caller, or (a network's update) the
+                    // config rendered before it, if that is what the broker has.
+                    let previous = previous.as_deref().or_else(|| {
+                        self.previous.get(topic).map(String::as_str).filter(|p| self.store.published_is(topic, p))
+                    });
                     // HA needs a device config with a removed component cut down to its
                     // platform before the config without it.
                     if let (Some(prefix), Some(prev)) = (&device_prefix, previous)
@@ -464,4 +515,9 @@ impl Publisher {
             let _ = self.client.publish(&topic, b"", true).await;
         }
     }
+}
+
+/// Publications of every topic in `topics`.
+fn publications(topics: Topics) -> Vec<Op> {
+    topics.into_iter().map(|(topic, payload)| Op::Publish { topic, payload, previous: None }).collect()
 }

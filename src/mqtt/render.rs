@@ -8,12 +8,14 @@
 
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
+use super::state_text::{Leaf, StateText};
 use super::topics::{self, Layout};
-use super::unit_json::{UNIT_KEYS, group_json, member_reading, network_json, plain, unit_json};
+use super::unit_json::{GroupJson, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::NetworkView;
 use crate::cloud::model::UnitState;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Retained topics with their payloads, in publishing order.
 pub type Topics = Vec<(String, String)>;
@@ -24,13 +26,13 @@ pub enum Owner {
     /// `<base>/bridge/…` and the bridge device.
     Bridge,
     /// A network's JSON, availability and device (by network id).
-    Network(String),
+    Network(Arc<str>),
     /// A unit (network id, unit id).
-    Unit(String, u32),
+    Unit(Arc<str>, u32),
     /// A group (network id, group id).
-    Group(String, u32),
+    Group(Arc<str>, u32),
     /// A scene (network id, scene id).
-    Scene(String, u32),
+    Scene(Arc<str>, u32),
 }
 
 impl Owner {
@@ -48,6 +50,8 @@ impl Owner {
 pub struct NetMirror {
     /// The network as last reported.
     pub view: NetworkView,
+    /// The network id as owners carry it (shared, so naming an owner allocates nothing).
+    pub key: Arc<str>,
     /// The network's slug (site-wide unique).
     pub slug: String,
     /// Unit slugs.
@@ -62,6 +66,7 @@ impl NetMirror {
     /// A mirror of `view` known by `slug`.
     pub fn new(view: NetworkView, slug: String) -> NetMirror {
         let mut m = NetMirror {
+            key: Arc::from(view.status.id.as_str()),
             view,
             slug,
             unit_slugs: BTreeMap::new(),
@@ -88,7 +93,7 @@ impl NetMirror {
 
     /// Every owner of this network.
     pub fn owners(&self) -> Vec<Owner> {
-        let id = &self.view.status.id;
+        let id = &self.key;
         let mut o = vec![Owner::Network(id.clone())];
         o.extend(self.view.units.keys().map(|u| Owner::Unit(id.clone(), *u)));
         o.extend(self.view.groups.keys().map(|g| Owner::Group(id.clone(), *g)));
@@ -286,27 +291,28 @@ impl Renderer {
     /// The state part of [`Renderer::unit`]: the unit JSON, the attribute topics and the
     /// availability, all at or below the unit's state topic ([`Layout::unit`]).
     pub fn unit_state_topics(&self, m: &NetMirror, id: u32) -> Topics {
-        let (Some(unit), Some(slug)) = (m.view.units.get(&id), m.unit_slugs.get(&id)) else {
-            return Vec::new();
-        };
-        let l = &self.layout;
-        let net = m.slug.as_str();
-        let caps = m.caps(unit);
-        let state_topic = l.unit(net, slug);
-        let mut out = Vec::with_capacity(2 + if self.attribute_topics { UNIT_KEYS.len() } else { 0 });
-        let json = unit_json(unit, &caps);
+        let mut text = StateText::default();
+        match self.unit_state_text(m, id, &mut text) {
+            Some(slug) => text.topics(&self.layout.unit(&m.slug, slug)),
+            None => Vec::new(),
+        }
+    }
+
+    /// Writes the payloads of [`Renderer::unit_state_topics`] into `text` (cleared first) and
+    /// returns the unit's slug; `None` (and nothing written) for a unit the mirror lacks.
+    pub fn unit_state_text<'m>(&self, m: &'m NetMirror, id: u32, text: &mut StateText) -> Option<&'m str> {
+        text.clear();
+        let (unit, slug) = (m.view.units.get(&id)?, m.unit_slugs.get(&id)?);
+        let json = UnitJson::of(unit, &m.caps(unit));
         // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
-        out.push((state_topic, serde_json::to_string(&json).unwrap_or_default()));
+        json.write_json(text.buf());
+        text.end_part(Leaf::State);
         if self.attribute_topics {
-            for key in UNIT_KEYS {
-                if let Some(text) = json.get(key).and_then(plain) {
-                    out.push((l.unit_leaf(net, slug, key), text));
-                }
-            }
+            json.write_attributes(text);
         }
         let online = unit.online == Some(true) && m.view.status.available();
-        out.push((l.unit_leaf(net, slug, "availability"), if online { "online" } else { "offline" }.into()));
-        out
+        text.push(Leaf::Below("availability"), if online { "online" } else { "offline" });
+        Some(slug)
     }
 
     fn unit_device(&self, m: &NetMirror, unit: &UnitState, slug: &str, caps: &Caps) -> Device {
@@ -395,15 +401,22 @@ impl Renderer {
 
     /// A group's JSON topic.
     pub fn group(&self, m: &NetMirror, id: u32) -> Topics {
-        let (Some(g), Some(slug)) = (m.view.groups.get(&id), m.group_slugs.get(&id)) else {
-            return Vec::new();
-        };
-        let members: BTreeMap<u32, _> = g
-            .units
-            .iter()
-            .filter_map(|u| m.view.units.get(u).map(|unit| (*u, member_reading(unit, &m.caps(unit)))))
-            .collect();
-        vec![(self.layout.group(&m.slug, slug), group_json(g, &members).to_string())]
+        let mut text = StateText::default();
+        match self.group_text(m, id, &mut text) {
+            Some(slug) => text.topics(&self.layout.group(&m.slug, slug)),
+            None => Vec::new(),
+        }
+    }
+
+    /// Writes the group JSON into `text` (cleared first) and returns the group's slug; `None`
+    /// for a group the mirror lacks.
+    pub fn group_text<'m>(&self, m: &'m NetMirror, id: u32, text: &mut StateText) -> Option<&'m str> {
+        text.clear();
+        let (g, slug) = (m.view.groups.get(&id)?, m.group_slugs.get(&id)?);
+        let json = GroupJson::of(g, |u| m.view.units.get(&u).map(|unit| member_reading(unit, &m.caps(unit))));
+        json.write_json(text.buf());
+        text.end_part(Leaf::State);
+        Some(slug)
     }
 
     /// A scene's `ON`/`OFF` topic.

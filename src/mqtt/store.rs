@@ -4,24 +4,32 @@
 //! Only differences are published, so identical state never produces a duplicate retained
 //! message. A topic is cleared (empty retained payload) when no owner wants it any more — this is
 //! how a removed or renamed unit, group or scene loses every topic it had, not only its discovery.
+//!
+//! The store keeps names and 64-bit fingerprints, never payloads: on a site of 25,000 units the
+//! payloads are ~50 MB (most of it discovery configs) and the bridge's mirror can render any of
+//! them again in microseconds. Topic names are kept once, in the wanted lists; the other maps are
+//! keyed by the topic's fingerprint. What needs a payload again — a republication after a
+//! reconnection or Home Assistant's birth, the text of a previous discovery config — renders it
+//! from the mirror ([`super::plan`], [`super::publisher`]).
 
 use super::render::{Owner, Topics};
-use std::collections::BTreeMap;
+use super::state_text::{StateText, is_leaf_of};
 // foldhash: the store hashes every topic it publishes; SipHash's DoS resistance buys nothing
 // for topics this process made itself, and costs several times more per lookup.
-use foldhash::{HashMap, HashSet};
+use foldhash::HashMap;
 
 /// One broker operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    /// Publish `payload` retained on `topic`; `previous` is what was published there before
-    /// (left out by [`Store::update_tail`]: only discovery configs need it).
+    /// Publish `payload` retained on `topic`; `previous` is the text published there before, when
+    /// the caller knows it (only device discovery configs need it: see
+    /// [`super::discovery::removal_step`]).
     Publish {
         /// Topic.
         topic: String,
         /// Payload.
         payload: String,
-        /// The payload last published on the topic, if any.
+        /// The payload last published on the topic, if known.
         previous: Option<String>,
     },
     /// Publish an empty retained payload on `topic` (deletes the retained message).
@@ -31,30 +39,43 @@ pub enum Op {
     },
 }
 
+/// A wanted topic: its name and its payload's fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Wanted {
+    topic: Box<str>,
+    payload: u64,
+}
+
 /// Desired and published retained topics.
 #[derive(Debug, Default)]
 pub struct Store {
-    desired: BTreeMap<Owner, Topics>,
-    /// Which owner wants a topic.
-    index: HashMap<String, Owner>,
-    /// The fingerprint of what this process last published per topic (since the last
-    /// connection). Only a fingerprint: on a site of 25,000 units the payloads are ~50 MB, and a
-    /// second copy of them was a sixth of the bridge's memory.
-    published: HashMap<String, u64>,
+    /// What each owner wants, in publishing order. A hash map: owners of one network share their
+    /// network id, so an ordered map compared that whole id on every step of every lookup.
+    desired: HashMap<Owner, Vec<Wanted>>,
+    /// How many owners want each topic (by topic fingerprint). Usually one; a count lets a topic
+    /// taken over by another owner survive the removal of its first owner.
+    wanted: HashMap<u64, u32>,
+    /// The fingerprint of what this process last published per topic since the last connection
+    /// (both by fingerprint).
+    published: HashMap<u64, u64>,
+    /// Names of published topics that nobody wants any more, until their clear reaches the
+    /// client (while disconnected, the next connection's resync clears them).
+    orphans: HashMap<u64, Box<str>>,
     /// Topics cleared on the current connection. Handing a clear to the client does not mean
     /// the broker got it: when the connection drops, the client discards what it had not
     /// delivered (a clean session resumes nothing) while the broker keeps the old retained
     /// message. So the next connection clears these again, unless they are wanted by then.
-    cleared: HashSet<String>,
+    cleared: HashMap<u64, Box<str>>,
 }
 
-/// The hasher of [`fingerprint`]: fixed, so equal payloads always agree.
+/// The hasher of [`fingerprint`]: fixed, so equal texts always agree.
 const FINGERPRINT: foldhash::quality::FixedState = foldhash::quality::FixedState::with_seed(0x6361_7361_6d62_6932);
 
-/// A payload's 64-bit fingerprint. Two different payloads of one topic agree with a probability
-/// of 2⁻⁶⁴: the store would then skip one publication, until the next change of that topic.
-fn fingerprint(payload: &str) -> u64 {
-    std::hash::BuildHasher::hash_one(&FINGERPRINT, payload)
+/// A text's 64-bit fingerprint. Two different payloads of one topic agree with a probability of
+/// 2⁻⁶⁴: the store would then skip one publication, until the next change of that topic; two
+/// topics with one fingerprint would share their bookkeeping.
+fn fingerprint(text: &str) -> u64 {
+    std::hash::BuildHasher::hash_one(&FINGERPRINT, text)
 }
 
 impl Store {
@@ -62,73 +83,90 @@ impl Store {
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
     pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
         let old = self.desired.remove(&owner).unwrap_or_default();
-        // The common case (a state change) keeps the owner's topics: the index then only needs
-        // the topics another owner took over back, and nothing can become unwanted.
-        let same_topics = old.len() == topics.len() && old.iter().zip(&topics).all(|(a, b)| a.0 == b.0);
+        // The common case (a state change) keeps the owner's topics: the counts then stay as
+        // they are and nothing can become unwanted.
+        let same_topics = old.len() == topics.len() && old.iter().zip(&topics).all(|(a, b)| *a.topic == *b.0);
         if !same_topics {
-            for (t, _) in &old {
-                if self.index.get(t) == Some(&owner) {
-                    self.index.remove(t);
-                }
+            for w in &old {
+                self.unwant(fingerprint(&w.topic));
             }
         }
         let mut ops = Vec::new();
-        for (i, (t, p)) in topics.iter().enumerate() {
-            if !same_topics || self.index.get(t) != Some(&owner) {
-                self.index.insert(t.clone(), owner.clone());
+        let mut new = Vec::with_capacity(topics.len());
+        for (topic, payload) in topics {
+            let key = fingerprint(&topic);
+            if !same_topics {
+                *self.wanted.entry(key).or_insert(0) += 1;
+                self.orphans.remove(&key);
             }
-            let published = self.published.get(t).copied();
-            if published != Some(fingerprint(p)) {
-                // The text of what was published, when the owner's last payload is it (the
-                // publisher needs it for discovery configs that lose a component).
-                let last = if same_topics { old.get(i) } else { old.iter().find(|(o, _)| o == t) };
-                let previous = last.map(|(_, o)| o).filter(|o| published == Some(fingerprint(o))).cloned();
-                ops.push(Op::Publish { topic: t.clone(), payload: p.clone(), previous });
+            let print = fingerprint(&payload);
+            new.push(Wanted { topic: topic.as_str().into(), payload: print });
+            if self.published.get(&key) != Some(&print) {
+                ops.push(Op::Publish { topic, payload, previous: None });
             }
         }
         if !same_topics {
-            for (t, _) in &old {
-                if !self.index.contains_key(t) && self.published.contains_key(t) {
-                    ops.push(Op::Clear { topic: t.clone() });
+            for w in old {
+                let key = fingerprint(&w.topic);
+                if !self.wanted.contains_key(&key) && self.published.contains_key(&key) {
+                    ops.push(Op::Clear { topic: w.topic.to_string() });
+                    self.orphans.insert(key, w.topic);
                 }
             }
         }
-        if !topics.is_empty() {
-            self.desired.insert(owner, topics);
+        if !new.is_empty() {
+            self.desired.insert(owner, new);
         }
         ops
     }
 
-    /// The fast path of a state change: when `owner`'s topics end with exactly the topics of
-    /// `tail` (same names, same order), only those payloads are compared and replaced; the rest
-    /// of the owner's topics (its discovery configs, kilobytes each) are neither copied nor read.
-    /// Gives `tail` back when the names differ, for [`Store::set`] with the whole list.
-    pub fn update_tail(&mut self, owner: &Owner, tail: Topics) -> Result<Vec<Op>, Topics> {
-        let Some(current) = self.desired.get_mut(owner) else { return Err(tail) };
-        let Some(start) = current.len().checked_sub(tail.len()) else { return Err(tail) };
+    /// One owner less wants the topic with fingerprint `key`.
+    fn unwant(&mut self, key: u64) {
+        if let Some(n) = self.wanted.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.wanted.remove(&key);
+            }
+        }
+    }
+
+    /// The fast path of a state change: when `owner`'s topics end with exactly the parts of
+    /// `text` (its state topic, for which `is_state_topic` holds, then the same leaves below it
+    /// in the same order), only those payloads are compared and the changed ones recorded; the
+    /// rest of the owner's topics (its discovery configs) are not touched, and no topic string is
+    /// built unless its payload changed.
+    /// `None` when the names differ: the caller then renders and [`Store::set`]s everything.
+    pub fn update_state(
+        &mut self,
+        owner: &Owner,
+        text: &StateText,
+        is_state_topic: impl Fn(&str) -> bool,
+    ) -> Option<Vec<Op>> {
+        let current = self.desired.get_mut(owner)?;
+        let start = current.len().checked_sub(text.len())?;
         let slots = &mut current[start..];
-        if slots.iter().zip(&tail).any(|(a, b)| a.0 != b.0) {
-            return Err(tail);
+        let state_topic: &str = &slots.first()?.topic;
+        let same_names = is_state_topic(state_topic)
+            && slots.iter().zip(text.parts()).all(|(w, (leaf, _))| is_leaf_of(&w.topic, state_topic, leaf));
+        if !same_names {
+            return None;
         }
         let mut ops = Vec::new();
-        for (slot, (topic, payload)) in slots.iter_mut().zip(tail) {
+        for (w, (_, payload)) in slots.iter_mut().zip(text.parts()) {
+            let print = fingerprint(payload);
             // Unchanged since the last render (most attribute topics of a change): what was
             // published is already this, or the next connection's resync sends it. This skips
-            // two hash lookups per topic, which are most of the cost on a site of 10,000s of
-            // topics.
-            if slot.1 == payload {
+            // the lookup of the topic, which is most of the cost on a site of 100,000s of topics.
+            if w.payload == print {
                 continue;
             }
-            if self.index.get(&topic) != Some(owner) {
-                self.index.insert(topic.clone(), owner.clone());
-            }
-            if self.published.get(&topic) != Some(&fingerprint(&payload)) {
+            w.payload = print;
+            if self.published.get(&fingerprint(&w.topic)) != Some(&print) {
                 // State topics are never discovery configs, so no `previous` is needed.
-                ops.push(Op::Publish { topic, payload: payload.clone(), previous: None });
+                ops.push(Op::Publish { topic: w.topic.to_string(), payload: payload.to_string(), previous: None });
             }
-            slot.1 = payload;
         }
-        Ok(ops)
+        Some(ops)
     }
 
     /// Drops `owner` and returns the clears of its topics.
@@ -136,9 +174,16 @@ impl Store {
         self.set(owner.clone(), Vec::new())
     }
 
-    /// The topics `owner` wants (empty when it wants none).
-    pub fn desired_of(&self, owner: &Owner) -> &[(String, String)] {
-        self.desired.get(owner).map_or(&[], Vec::as_slice)
+    /// Whether `owner` wants exactly `topics` (names, order and payloads).
+    pub fn wants(&self, owner: &Owner, topics: &[(String, String)]) -> bool {
+        let current = self.desired.get(owner).map_or(&[][..], Vec::as_slice);
+        current.len() == topics.len()
+            && current.iter().zip(topics).all(|(w, (t, p))| *w.topic == **t && w.payload == fingerprint(p))
+    }
+
+    /// The names of the topics `owner` wants, in publishing order.
+    pub fn topics_of(&self, owner: &Owner) -> Vec<&str> {
+        self.desired.get(owner).map_or_else(Vec::new, |ws| ws.iter().map(|w| &*w.topic).collect())
     }
 
     /// The owners of one network's topics.
@@ -150,71 +195,67 @@ impl Store {
     pub fn sent(&mut self, op: &Op) {
         match op {
             Op::Publish { topic, payload, .. } => {
-                self.cleared.remove(topic);
-                let print = fingerprint(payload);
-                match self.published.get_mut(topic) {
-                    Some(last) => *last = print,
-                    None => {
-                        self.published.insert(topic.clone(), print);
-                    }
-                }
+                let key = fingerprint(topic);
+                self.cleared.remove(&key);
+                self.published.insert(key, fingerprint(payload));
             }
             Op::Clear { topic } => {
-                self.published.remove(topic);
-                self.cleared.insert(topic.clone());
+                let key = fingerprint(topic);
+                self.published.remove(&key);
+                self.orphans.remove(&key);
+                self.cleared.insert(key, topic.as_str().into());
             }
         }
     }
 
-    /// Everything again, for a new connection: clears of published topics nobody wants and of
-    /// the topics cleared on the previous connection (that clear may have been lost with it),
-    /// then every wanted topic (owner by owner; discovery before state within each).
+    /// The start of a new connection: what the broker holds is unknown again, so every wanted
+    /// topic must be republished (rendered by the caller, owner by owner) and the returned clears
+    /// sent first: published topics nobody wants, and the topics cleared on the previous
+    /// connection (that clear may have been lost with it) unless wanted again. Sorted by name.
     pub fn resync(&mut self) -> Vec<Op> {
         let mut stale: Vec<String> = self
-            .published
-            .keys()
-            .chain(self.cleared.iter().filter(|t| !self.published.contains_key(*t)))
-            .filter(|t| !self.index.contains_key(*t))
-            .cloned()
+            .orphans
+            .values()
+            .chain(self.cleared.iter().filter(|(k, _)| !self.wanted.contains_key(*k)).map(|(_, t)| t))
+            .map(|t| t.to_string())
             .collect();
         stale.sort();
+        stale.dedup();
         // The clears sent now are recorded again as they go out.
         self.cleared.clear();
-        let mut ops: Vec<Op> = stale.into_iter().map(|topic| Op::Clear { topic }).collect();
-        ops.extend(self.republish());
-        ops
-    }
-
-    /// Every wanted topic again (after Home Assistant's birth message).
-    pub fn republish(&self) -> Vec<Op> {
-        self.desired
-            .values()
-            .flatten()
-            // No `previous`: what is wanted is what was published (HA's birth), or the text the
-            // broker holds is no longer known (a resync after changes while disconnected).
-            .map(|(t, p)| Op::Publish { topic: t.clone(), payload: p.clone(), previous: None })
-            .collect()
+        stale.into_iter().map(|topic| Op::Clear { topic }).collect()
     }
 
     /// Whether some owner wants `topic`.
     pub fn is_desired(&self, topic: &str) -> bool {
-        self.index.contains_key(topic)
+        self.wanted.contains_key(&fingerprint(topic))
     }
 
     /// Whether this process has published `topic` (and not cleared it).
     pub fn is_published(&self, topic: &str) -> bool {
-        self.published.contains_key(topic)
+        self.published.contains_key(&fingerprint(topic))
     }
 
-    /// All wanted topics with payloads (for tests and `check`).
-    pub fn desired(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.desired.values().flatten().map(|(t, p)| (t.as_str(), p.as_str()))
+    /// Whether what this process last published on `topic` is `text`.
+    pub fn published_is(&self, topic: &str, text: &str) -> bool {
+        self.published.get(&fingerprint(topic)) == Some(&fingerprint(text))
+    }
+
+    /// How many topics are wanted (for logs and tests).
+    pub fn len(&self) -> usize {
+        self.wanted.len()
+    }
+
+    /// Whether no topic is wanted.
+    pub fn is_empty(&self) -> bool {
+        self.wanted.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mqtt::state_text::Leaf;
 
     fn t(pairs: &[(&str, &str)]) -> Topics {
         pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
@@ -226,54 +267,75 @@ mod tests {
         }
     }
 
+    fn publish(topic: &str, payload: &str) -> Op {
+        Op::Publish { topic: topic.into(), payload: payload.into(), previous: None }
+    }
+
+    fn clear(topic: &str) -> Op {
+        Op::Clear { topic: topic.into() }
+    }
+
     #[test]
     fn only_changes_are_published() {
         let mut s = Store::default();
         let o = Owner::Unit("n".into(), 1);
         let ops = s.set(o.clone(), t(&[("a", "1"), ("b", "2")]));
-        assert_eq!(ops.len(), 2);
+        assert_eq!(ops, vec![publish("a", "1"), publish("b", "2")]);
         apply(&mut s, &ops);
         assert!(s.set(o.clone(), t(&[("a", "1"), ("b", "2")])).is_empty());
-        let ops = s.set(o.clone(), t(&[("a", "1"), ("b", "3")]));
-        assert_eq!(ops, vec![Op::Publish { topic: "b".into(), payload: "3".into(), previous: Some("2".into()) }]);
+        assert_eq!(s.set(o.clone(), t(&[("a", "1"), ("b", "3")])), vec![publish("b", "3")]);
+        assert!(s.wants(&o, &t(&[("a", "1"), ("b", "3")])));
+        assert!(!s.wants(&o, &t(&[("a", "1"), ("b", "2")])));
+        assert_eq!(s.topics_of(&o), vec!["a", "b"]);
+        assert_eq!(s.len(), 2);
+    }
+
+    /// The state parts `(leaf, payload)`, leaf `""` for the state topic itself.
+    fn text(parts: &[(&'static str, &str)]) -> StateText {
+        let mut text = StateText::default();
+        for (leaf, payload) in parts {
+            let leaf = if leaf.is_empty() { Leaf::State } else { Leaf::Below(leaf) };
+            text.push(leaf, payload);
+        }
+        text
     }
 
     #[test]
-    fn a_tail_update_touches_only_the_tail_and_agrees_with_a_full_set() {
+    fn a_state_update_touches_only_the_state_and_agrees_with_a_full_set() {
         let mut s = Store::default();
         let o = Owner::Unit("n".into(), 1);
+        let is_state = |t: &str| t == "state";
         let ops = s.set(o.clone(), t(&[("cfg", "x"), ("state", "1"), ("state/a", "on")]));
         apply(&mut s, &ops);
-        let ops = s.update_tail(&o, t(&[("state", "2"), ("state/a", "on")])).unwrap();
-        assert_eq!(ops, vec![Op::Publish { topic: "state".into(), payload: "2".into(), previous: None }]);
+        let ops = s.update_state(&o, &text(&[("", "2"), ("a", "on")]), is_state).unwrap();
+        assert_eq!(ops, vec![publish("state", "2")]);
         apply(&mut s, &ops);
-        assert_eq!(s.desired_of(&o), t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")]).as_slice());
+        assert!(s.wants(&o, &t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")])));
         // Nothing changed: nothing to publish, even though the store was told again.
-        assert!(s.update_tail(&o, t(&[("state", "2"), ("state/a", "on")])).unwrap().is_empty());
-        // Other names (an attribute appeared), a longer tail, an unknown owner: the caller sets all.
-        assert!(s.update_tail(&o, t(&[("state", "2"), ("state/b", "1")])).is_err());
-        assert!(s.update_tail(&o, t(&[("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")])).is_err());
-        assert!(s.update_tail(&Owner::Unit("n".into(), 2), t(&[("state", "2")])).is_err());
-        assert_eq!(s.desired_of(&o), t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")]).as_slice());
+        assert!(s.update_state(&o, &text(&[("", "2"), ("a", "on")]), is_state).unwrap().is_empty());
+        // Changed back before it went out (disconnected): wanted again, but nothing to publish,
+        // since it is what was published.
+        let _unsent = s.update_state(&o, &text(&[("", "3"), ("a", "on")]), is_state).unwrap();
+        assert!(s.update_state(&o, &text(&[("", "2"), ("a", "on")]), is_state).unwrap().is_empty());
+        // Other names (an attribute appeared), another state topic, a longer list, an unknown
+        // owner: the caller sets all.
+        assert!(s.update_state(&o, &text(&[("", "2"), ("b", "1")]), is_state).is_none());
+        assert!(s.update_state(&o, &text(&[("", "2"), ("a", "on")]), |t| t == "other").is_none());
+        assert!(s.update_state(&o, &text(&[("", "1"), ("a", "2"), ("b", "3"), ("c", "4")]), is_state).is_none());
+        assert!(s.update_state(&Owner::Unit("n".into(), 2), &text(&[("", "2")]), is_state).is_none());
+        assert!(s.wants(&o, &t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")])));
     }
 
     #[test]
-    fn previous_is_the_published_text_when_the_store_still_has_it() {
+    fn the_published_text_can_be_checked() {
         let mut s = Store::default();
         let o = Owner::Unit("n".into(), 1);
         let ops = s.set(o.clone(), t(&[("cfg", "x")]));
+        assert!(!s.published_is("cfg", "x"), "not sent yet");
         apply(&mut s, &ops);
-        // Published "x", then wanted "y" without it going out (disconnected), then "z": only a
-        // fingerprint of "x" is kept, so its text is no longer known.
-        let _unsent = s.set(o.clone(), t(&[("cfg", "y")]));
-        let ops = s.set(o.clone(), t(&[("cfg", "z")]));
-        assert_eq!(ops, vec![Op::Publish { topic: "cfg".into(), payload: "z".into(), previous: None }]);
-        apply(&mut s, &ops);
-        let ops = s.set(o.clone(), t(&[("cfg", "w")]));
-        assert_eq!(ops, vec![Op::Publish { topic: "cfg".into(), payload: "w".into(), previous: Some("z".into()) }]);
-        // Wanting the published text again publishes nothing.
-        apply(&mut s, &ops);
-        assert!(s.set(o, t(&[("cfg", "w")])).is_empty());
+        assert!(s.published_is("cfg", "x"));
+        assert!(!s.published_is("cfg", "y"));
+        assert!(!s.published_is("other", "x"));
     }
 
     #[test]
@@ -283,17 +345,22 @@ mod tests {
         let ops = s.set(o.clone(), t(&[("cfg", "x"), ("old", "1")]));
         apply(&mut s, &ops);
         let ops = s.set(o.clone(), t(&[("cfg", "y"), ("new", "1")]));
-        assert_eq!(
-            ops,
-            vec![
-                Op::Publish { topic: "cfg".into(), payload: "y".into(), previous: Some("x".into()) },
-                Op::Publish { topic: "new".into(), payload: "1".into(), previous: None },
-                Op::Clear { topic: "old".into() },
-            ]
-        );
+        assert_eq!(ops, vec![publish("cfg", "y"), publish("new", "1"), clear("old")]);
         apply(&mut s, &ops);
+        assert!(!s.is_desired("old") && !s.is_published("old"));
         let ops = s.remove(&o);
-        assert_eq!(ops, vec![Op::Clear { topic: "cfg".into() }, Op::Clear { topic: "new".into() }]);
+        assert_eq!(ops, vec![clear("cfg"), clear("new")]);
+        apply(&mut s, &ops);
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn a_topic_not_yet_published_is_not_cleared() {
+        let mut s = Store::default();
+        let o = Owner::Unit("n".into(), 1);
+        let _unsent = s.set(o.clone(), t(&[("x", "1")]));
+        assert!(s.remove(&o).is_empty());
+        assert!(s.resync().is_empty());
     }
 
     #[test]
@@ -307,6 +374,7 @@ mod tests {
         apply(&mut s, &ops);
         assert!(s.remove(&a).is_empty(), "x now belongs to b");
         assert!(s.is_desired("x"));
+        assert_eq!(s.remove(&b), vec![clear("x")]);
     }
 
     #[test]
@@ -319,45 +387,25 @@ mod tests {
         // before the broker got it.
         let ops = s.set(a.clone(), t(&[("new", "1")]));
         apply(&mut s, &ops);
-        let ops = s.resync();
-        assert_eq!(
-            ops,
-            vec![
-                Op::Clear { topic: "old".into() },
-                // A republication carries no `previous` (only a fingerprint is kept).
-                Op::Publish { topic: "new".into(), payload: "1".into(), previous: None }
-            ]
-        );
-        apply(&mut s, &ops);
+        assert_eq!(s.resync(), vec![clear("old")]);
+        apply(&mut s, &[clear("old")]);
         // A topic wanted again is published, not cleared.
         let ops = s.set(a.clone(), t(&[("old", "2")]));
+        assert_eq!(ops, vec![publish("old", "2"), clear("new")]);
         apply(&mut s, &ops);
-        assert_eq!(
-            s.resync(),
-            vec![
-                Op::Clear { topic: "new".into() },
-                Op::Publish { topic: "old".into(), payload: "2".into(), previous: None }
-            ]
-        );
+        assert_eq!(s.resync(), vec![clear("new")]);
     }
 
     #[test]
-    fn resync_clears_unwanted_and_republishes_everything() {
+    fn resync_clears_what_was_published_and_is_no_longer_wanted() {
         let mut s = Store::default();
         let a = Owner::Unit("n".into(), 1);
-        let ops = s.set(a.clone(), t(&[("x", "1")]));
+        let ops = s.set(a.clone(), t(&[("x", "1"), ("y", "1")]));
         apply(&mut s, &ops);
         // Disconnected: the removal is not sent.
-        let _ = s.remove(&a);
-        let ops = s.set(Owner::Bridge, t(&[("b", "1")]));
-        let _ = ops;
-        let ops = s.resync();
-        assert_eq!(
-            ops,
-            vec![
-                Op::Clear { topic: "x".into() },
-                Op::Publish { topic: "b".into(), payload: "1".into(), previous: None }
-            ]
-        );
+        let _unsent = s.remove(&a);
+        let _unsent = s.set(Owner::Bridge, t(&[("b", "1"), ("y", "2")]));
+        assert_eq!(s.resync(), vec![clear("x")]);
+        assert!(s.is_desired("b") && s.is_desired("y") && !s.is_desired("x"));
     }
 }

@@ -148,6 +148,23 @@ impl Layout {
         format!("{}/{net}/group/{group}", self.base)
     }
 
+    /// Whether `topic` is [`Layout::unit`]`(net, unit)` (without building it).
+    pub fn is_unit(&self, topic: &str, net: &str, unit: &str) -> bool {
+        self.is_entity(topic, net, "unit", unit)
+    }
+
+    /// Whether `topic` is [`Layout::group`]`(net, group)` (without building it).
+    pub fn is_group(&self, topic: &str, net: &str, group: &str) -> bool {
+        self.is_entity(topic, net, "group", group)
+    }
+
+    fn is_entity(&self, topic: &str, net: &str, kind: &str, slug: &str) -> bool {
+        let rest = topic.strip_prefix(self.base.as_str()).and_then(|r| r.strip_prefix('/'));
+        let rest = rest.and_then(|r| r.strip_prefix(net)).and_then(|r| r.strip_prefix('/'));
+        let rest = rest.and_then(|r| r.strip_prefix(kind)).and_then(|r| r.strip_prefix('/'));
+        rest == Some(slug)
+    }
+
     /// `<base>/<net>/scene/<scene>`: `ON`/`OFF`.
     pub fn scene(&self, net: &str, scene: &str) -> String {
         format!("{}/{net}/scene/{scene}", self.base)
@@ -196,6 +213,22 @@ mod tests {
         assert_eq!(slug("!!!"), "");
         assert_eq!(slug_or_id("!!!", &17), "17");
         assert_eq!(slug_or_id("", &"ABC"), "abc");
+    }
+
+    #[test]
+    fn entity_topics_are_recognised_without_building_them() {
+        let l = Layout::new("casambi");
+        assert!(l.is_unit(&l.unit("home", "lamp"), "home", "lamp"));
+        assert!(l.is_group(&l.group("home", "hall"), "home", "hall"));
+        for other in [
+            l.unit("home", "lamp-1"),
+            l.unit_leaf("home", "lamp", "state"),
+            l.group("home", "lamp"),
+            l.unit("hom", "lamp"),
+        ] {
+            assert!(!l.is_unit(&other, "home", "lamp"), "{other}");
+        }
+        assert!(!Layout::new("casamb").is_unit(&l.unit("home", "lamp"), "home", "lamp"));
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! nothing the cloud reports is lost even when the bridge does not understand it.
 
 use super::caps::Caps;
+use super::state_text::{Leaf, StateText};
 use crate::bridge::state::{GroupInfo, NetworkStatus, SceneInfo, presence};
 use crate::cloud::model::{ColorSource, Control, UnitState};
 use crate::color::{hue_sat_to_xy, parse_rgb, rgb8_to_xy, round4};
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -90,7 +92,23 @@ fn color_mode(unit: &UnitState, caps: &Caps) -> &'static str {
 /// A reading as JSON: whole numbers without a fraction (`412`, not `412.0`), so plain attribute
 /// topics read `412` as the contract shows.
 pub fn number(v: f64) -> Value {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 { json!(v as i64) } else { json!(v) }
+    serde_json::to_value(Reading(v)).unwrap_or(Value::Null)
+}
+
+/// A reading written as [`number`] spells it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Reading(f64);
+
+impl Reading {
+    fn is_whole(self) -> bool {
+        self.0.is_finite() && self.0.fract() == 0.0 && self.0.abs() < 1e15
+    }
+}
+
+impl Serialize for Reading {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.is_whole() { s.serialize_i64(self.0 as i64) } else { s.serialize_f64(self.0) }
+    }
 }
 
 /// Brightness 0–255 from a 0..1 level.
@@ -98,44 +116,159 @@ fn to_255(level: f64) -> u8 {
     (level.clamp(0.0, 1.0) * 255.0).round() as u8
 }
 
-/// The unit JSON (all keys present).
+/// A colour as published.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Xy {
+    x: f64,
+    y: f64,
+}
+
+/// The unit JSON of DESIGN §4, borrowed from the unit: every reading computed once, then written
+/// straight to text ([`UnitJson::write_json`]) and to the plain attribute values
+/// ([`UnitJson::write_attributes`]). This is the event hot path: no intermediate `Value` tree,
+/// no allocation but the output buffer's.
+///
+/// The fields are declared in alphabetical order, the order the JSON has always had (readers do
+/// not care; golden files and people diffing payloads do).
+#[derive(Debug, Serialize)]
+pub struct UnitJson<'a> {
+    active_scene_id: Option<u32>,
+    brightness: Option<u8>,
+    color: Option<Xy>,
+    color_mode: Option<&'static str>,
+    color_temp: Option<u32>,
+    condition: Option<i64>,
+    controls: Option<&'a [Control]>,
+    dim_level: Option<Reading>,
+    firmware: Option<&'a str>,
+    id: u32,
+    illuminance: Option<Reading>,
+    name: Option<&'a str>,
+    occupancy: Option<bool>,
+    online: Option<bool>,
+    priority: Option<i64>,
+    state: Option<&'static str>,
+    status: Option<&'a str>,
+    #[serde(rename = "type")]
+    unit_type: Option<&'a str>,
+}
+
+/// A scalar of the unit JSON, as an attribute topic carries it.
+#[derive(Clone, Copy, Debug)]
+enum Scalar<'a> {
+    Str(&'a str),
+    Int(i64),
+    Num(Reading),
+    Bool(bool),
+}
+
+impl Scalar<'_> {
+    /// Appends the plain text: strings bare, numbers and booleans in their JSON spelling.
+    fn write(self, out: &mut Vec<u8>) {
+        let written = match self {
+            Scalar::Str(s) => {
+                out.extend_from_slice(s.as_bytes());
+                Ok(())
+            }
+            Scalar::Int(i) => serde_json::to_writer(&mut *out, &i),
+            Scalar::Num(r) => serde_json::to_writer(&mut *out, &r),
+            Scalar::Bool(b) => {
+                out.extend_from_slice(if b { b"true" } else { b"false" });
+                Ok(())
+            }
+        };
+        // Writing numbers to a Vec cannot fail; a NaN is written as `null` by serde_json.
+        debug_assert!(written.is_ok());
+    }
+}
+
+impl<'a> UnitJson<'a> {
+    /// The readings of `unit` with capabilities `caps`.
+    pub fn of(unit: &'a UnitState, caps: &Caps) -> UnitJson<'a> {
+        let light = caps.is_light();
+        UnitJson {
+            active_scene_id: unit.active_scene_id,
+            brightness: find(unit, |c| match c {
+                Control::Dimmer(d) => Some(to_255(d.value)),
+                _ => None,
+            }),
+            color: color_xy(unit).map(|(x, y)| Xy { x, y }),
+            color_mode: light.then(|| color_mode(unit, caps)),
+            color_temp: find(unit, |c| match c {
+                Control::Cct(c) => Some(c.value.round() as u32),
+                _ => None,
+            }),
+            condition: unit.condition,
+            controls: unit.controls.as_deref(),
+            dim_level: unit.dim_level.map(Reading),
+            firmware: unit.firmware_version.as_deref(),
+            id: unit.id,
+            illuminance: find(unit, |c| match c {
+                Control::Lux(l) => l.value,
+                _ => None,
+            })
+            .map(Reading),
+            name: unit.name.as_deref(),
+            occupancy: presence(unit),
+            online: unit.online,
+            priority: unit.priority,
+            state: if light { light_state(unit) } else { None },
+            status: unit.status.as_deref(),
+            unit_type: unit.unit_type.as_deref(),
+        }
+    }
+
+    /// The scalar of each key of [`UNIT_KEYS`] (`None`: null, or not a scalar).
+    fn scalars(&self) -> [(&'static str, Option<Scalar<'a>>); UNIT_KEYS.len()] {
+        let int = |v: Option<i64>| v.map(Scalar::Int);
+        [
+            ("id", Some(Scalar::Int(i64::from(self.id)))),
+            ("name", self.name.map(Scalar::Str)),
+            ("type", self.unit_type.map(Scalar::Str)),
+            ("online", self.online.map(Scalar::Bool)),
+            ("state", self.state.map(Scalar::Str)),
+            ("brightness", int(self.brightness.map(i64::from))),
+            ("dim_level", self.dim_level.filter(|r| r.0.is_finite()).map(Scalar::Num)),
+            ("color_mode", self.color_mode.map(Scalar::Str)),
+            ("color_temp", int(self.color_temp.map(i64::from))),
+            ("color", None),
+            ("occupancy", self.occupancy.map(Scalar::Bool)),
+            ("illuminance", self.illuminance.filter(|r| r.0.is_finite()).map(Scalar::Num)),
+            ("active_scene_id", int(self.active_scene_id.map(i64::from))),
+            ("status", self.status.map(Scalar::Str)),
+            ("condition", int(self.condition)),
+            ("priority", int(self.priority)),
+            ("firmware", self.firmware.map(Scalar::Str)),
+            ("controls", None),
+        ]
+    }
+
+    /// Appends the unit JSON to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        // Serialising borrowed strings, numbers and controls into a Vec cannot fail.
+        let written = serde_json::to_writer(&mut *out, self);
+        debug_assert!(written.is_ok());
+    }
+
+    /// Appends the plain value of every non-null scalar key to `text`, one part per key below
+    /// the state topic, in [`UNIT_KEYS`] order.
+    pub fn write_attributes(&self, text: &mut StateText) {
+        for (key, scalar) in self.scalars() {
+            if let Some(s) = scalar {
+                s.write(text.buf());
+                text.end_part(Leaf::Below(key));
+            }
+        }
+    }
+}
+
+/// The unit JSON as a JSON object (all keys present): for tests and tools; the publisher writes
+/// [`UnitJson`] straight to text.
 pub fn unit_json(unit: &UnitState, caps: &Caps) -> Map<String, Value> {
-    let light = caps.is_light();
-    let brightness = find(unit, |c| match c {
-        Control::Dimmer(d) => Some(to_255(d.value)),
-        _ => None,
-    });
-    let color_temp = find(unit, |c| match c {
-        Control::Cct(c) => Some(c.value.round() as u32),
-        _ => None,
-    });
-    let illuminance = find(unit, |c| match c {
-        Control::Lux(l) => l.value,
-        _ => None,
-    });
-    let mut m = Map::new();
-    m.insert("id".into(), json!(unit.id));
-    m.insert("name".into(), json!(unit.name));
-    m.insert("type".into(), json!(unit.unit_type));
-    m.insert("online".into(), json!(unit.online));
-    m.insert("state".into(), json!(if light { light_state(unit) } else { None }));
-    m.insert("brightness".into(), json!(brightness));
-    m.insert("dim_level".into(), unit.dim_level.map_or(Value::Null, number));
-    m.insert("color_mode".into(), json!(light.then(|| color_mode(unit, caps))));
-    m.insert("color_temp".into(), json!(color_temp));
-    m.insert("color".into(), color_xy(unit).map_or(Value::Null, |(x, y)| json!({"x": x, "y": y})));
-    m.insert("occupancy".into(), json!(presence(unit)));
-    m.insert("illuminance".into(), illuminance.map_or(Value::Null, number));
-    m.insert("active_scene_id".into(), json!(unit.active_scene_id));
-    m.insert("status".into(), json!(unit.status));
-    m.insert("condition".into(), json!(unit.condition));
-    m.insert("priority".into(), json!(unit.priority));
-    m.insert("firmware".into(), json!(unit.firmware_version));
-    m.insert(
-        "controls".into(),
-        unit.controls.as_ref().map_or(Value::Null, |cs| Value::Array(cs.iter().map(Control::to_value).collect())),
-    );
-    m
+    match serde_json::to_value(UnitJson::of(unit, caps)) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
 }
 
 /// The plain text of a scalar JSON value for an attribute topic: strings bare (`ON`), numbers
@@ -171,22 +304,46 @@ pub fn member_reading(unit: &UnitState, caps: &Caps) -> MemberReading {
 }
 
 /// The group JSON: `state` ON when any member light is on (OFF when the members' states are known
-/// and none is), `brightness` the highest of the members', `members` the unit ids.
-pub fn group_json(group: &GroupInfo, members: &BTreeMap<u32, MemberReading>) -> Value {
-    let mut state: Option<&str> = None;
-    let mut brightness: Option<u8> = None;
-    for id in &group.units {
-        let Some(m) = members.get(id) else { continue };
-        match m.state {
-            Some("ON") => state = Some("ON"),
-            Some("OFF") if state.is_none() => state = Some("OFF"),
-            _ => {}
+/// and none is), `brightness` the highest of the members', `members` the unit ids. Fields in
+/// alphabetical order, as published from the start.
+#[derive(Debug, Serialize)]
+pub struct GroupJson<'a> {
+    brightness: Option<u8>,
+    id: u32,
+    members: &'a [u32],
+    name: &'a str,
+    state: Option<&'static str>,
+}
+
+impl<'a> GroupJson<'a> {
+    /// The JSON of `group`, whose members read `reading(unit id)` (`None`: not a known unit).
+    pub fn of(group: &'a GroupInfo, reading: impl Fn(u32) -> Option<MemberReading>) -> GroupJson<'a> {
+        let mut state: Option<&'static str> = None;
+        let mut brightness: Option<u8> = None;
+        for id in &group.units {
+            let Some(m) = reading(*id) else { continue };
+            match m.state {
+                Some("ON") => state = Some("ON"),
+                Some("OFF") if state.is_none() => state = Some("OFF"),
+                _ => {}
+            }
+            if let Some(b) = m.brightness {
+                brightness = Some(brightness.map_or(b, |old| old.max(b)));
+            }
         }
-        if let Some(b) = m.brightness {
-            brightness = Some(brightness.map_or(b, |old| old.max(b)));
-        }
+        GroupJson { brightness, id: group.id, members: &group.units, name: &group.name, state }
     }
-    json!({"id": group.id, "name": group.name, "state": state, "brightness": brightness, "members": group.units})
+
+    /// Appends the group JSON to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let written = serde_json::to_writer(&mut *out, self);
+        debug_assert!(written.is_ok());
+    }
+}
+
+/// The group JSON as a value (for tests and tools).
+pub fn group_json(group: &GroupInfo, members: &BTreeMap<u32, MemberReading>) -> Value {
+    serde_json::to_value(GroupJson::of(group, |id| members.get(&id).copied())).unwrap_or(Value::Null)
 }
 
 /// The network JSON at `<base>/<net>`.
