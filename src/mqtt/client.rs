@@ -18,6 +18,10 @@ use tokio::task::JoinHandle;
 const MAX_PACKET: usize = 256 * 1024;
 /// Requests queued towards the event loop before `publish` waits.
 const REQUEST_CAPACITY: usize = 1024;
+/// Most unacknowledged QoS 1/2 publications (MQTT 5). The broker's Receive Maximum lowers it
+/// further (mosquitto: 20). rumqttc's default is 65,535 and it allocates a slot for each up front:
+/// 14 MB per connection, more than everything else the bridge holds for a 5,000-unit site.
+const OUTGOING_INFLIGHT: u16 = 256;
 /// Keep-alive interval.
 const KEEP_ALIVE: Duration = Duration::from_secs(30);
 /// First and longest wait between reconnection attempts.
@@ -322,7 +326,10 @@ impl Client {
             }
             Protocol::V5 => {
                 let mut o = rumqttc::v5::MqttOptions::new(client_id, host, port);
-                o.set_keep_alive(KEEP_ALIVE).set_max_packet_size(Some(MAX_PACKET as u32)).set_clean_start(true);
+                o.set_keep_alive(KEEP_ALIVE)
+                    .set_max_packet_size(Some(MAX_PACKET as u32))
+                    .set_clean_start(true)
+                    .set_outgoing_inflight_upper_limit(OUTGOING_INFLIGHT);
                 if let Some(t) = transport {
                     o.set_transport(t);
                 }

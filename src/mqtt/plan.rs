@@ -102,6 +102,29 @@ fn group_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, id: u32, tex
     store.set(owner, text.topics(&layout.group(net, slug)))
 }
 
+/// The operations after a change of `m`'s network status that kept its name (its connection,
+/// gateway, dim level, active scenes): the network's own topics and its scenes'; the units' state
+/// topics only when the network's availability flipped (their `availability` follows it). Units'
+/// discovery and groups do not depend on the status, so a network going live after start-up does
+/// not render its 250 device configs again.
+pub fn status_ops(
+    renderer: &Renderer,
+    store: &mut Store,
+    m: &NetMirror,
+    text: &mut StateText,
+    availability_changed: bool,
+) -> Vec<Op> {
+    let mut owners = vec![Owner::Network(m.key.clone())];
+    owners.extend(m.view.scenes.keys().map(|id| Owner::Scene(m.key.clone(), *id)));
+    let mut ops = owner_ops(renderer, store, m, &owners);
+    if availability_changed {
+        for id in m.view.units.keys() {
+            ops.extend(unit_state_ops(renderer, store, m, Owner::Unit(m.key.clone(), *id), *id, text));
+        }
+    }
+    ops
+}
+
 /// Gives each publication in `ops` of a topic of `old` the text it replaces, when that text is
 /// what was published there (so the publisher can tell HA about removed components).
 pub fn attach_previous(store: &Store, ops: &mut [Op], old: &Topics) {
@@ -260,5 +283,34 @@ mod tests {
         // that config, so nothing is published for it.
         let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(with_presence));
         assert!(ops.iter().all(|op| !matches!(op, Op::Publish { topic, .. } if topic.starts_with("homeassistant/"))));
+    }
+
+    #[test]
+    fn a_status_change_renders_what_depends_on_the_status_and_agrees_with_a_full_render() {
+        use crate::bridge::state::Connection;
+        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
+        let mut text = StateText::default();
+        let mut to = |m: &mut NetMirror, store: &mut Store, connection| {
+            let before = m.view.status.available();
+            m.view.status.connection = connection;
+            let ops = status_ops(&renderer, store, m, &mut text, before != m.view.status.available());
+            for op in &ops {
+                store.sent(op);
+            }
+            // What the store wants is what a full render wants: nothing left to publish.
+            assert!(network_ops(&renderer, store, m).is_empty(), "{connection:?}");
+            topics(&ops).into_iter().map(str::to_string).collect::<Vec<_>>()
+        };
+        // Available: the network and every unit.
+        let t = to(&mut m, &mut store, Connection::Polling);
+        for topic in ["casambi/home", "casambi/home/availability", "casambi/home/unit/lamp/availability"] {
+            assert!(t.iter().any(|x| x == topic), "{topic} in {t:?}");
+        }
+        assert!(t.iter().all(|t| !t.starts_with("homeassistant/")), "{t:?}");
+        // Live: still available; only the network JSON changes.
+        assert_eq!(to(&mut m, &mut store, Connection::Live), vec!["casambi/home"]);
+        // Down: unavailable again.
+        let t = to(&mut m, &mut store, Connection::Down);
+        assert!(t.iter().any(|x| x == "casambi/home/unit/sensor/availability"), "{t:?}");
     }
 }

@@ -312,11 +312,14 @@ impl Publisher {
                     return;
                 };
                 let renamed = m.view.status.name != status.name;
+                let availability_changed = m.view.status.available() != status.available();
                 m.view.status = status;
                 if renamed {
                     self.reslug_networks(Some(&network)).await;
                 } else {
-                    self.render_network(&network).await;
+                    let ops =
+                        plan::status_ops(&self.renderer, &mut self.store, m, &mut self.text, availability_changed);
+                    self.send(ops).await;
                     self.render_bridge().await;
                 }
             }

@@ -6,6 +6,8 @@
 //! lets [`super::store::Store::update_state`] compare them with what is wanted without building
 //! a single topic or payload string; only the few parts that changed are copied out.
 
+use super::unit_json::UNIT_KEYS;
+
 /// Which topic a part is for, relative to the owner's state topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Leaf {
@@ -79,6 +81,12 @@ impl StateText {
             })
             .collect()
     }
+}
+
+/// The levels below a state topic that the bridge publishes, as `&'static str`: the unit JSON's
+/// keys and `availability`.
+pub fn static_level(level: &str) -> Option<&'static str> {
+    UNIT_KEYS.iter().chain(&["availability"]).find(|k| **k == level).copied()
 }
 
 /// Whether `topic` is the topic of `leaf` below `state_topic`.
