@@ -62,7 +62,7 @@ pub fn scope_of(msg: &Message, base: &str, prefix: Option<&str>) -> Option<Scope
 /// client id `<client_id>-scan`. Errors are logged; the result is then what was collected.
 pub async fn scan(settings: &MqttSettings, filters: Vec<String>, wait: Duration) -> Vec<Message> {
     let id = format!("{}-scan", settings.client_id);
-    let (client, mut events, task) = match Client::start(settings, &id, None) {
+    let (client, mut events, task) = match Client::start(settings, &id, None, super::client::QUIET_INFLIGHT) {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(error = %e, "cannot scan for stale retained topics");

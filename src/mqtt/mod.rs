@@ -71,7 +71,8 @@ pub async fn run_with(
     config.validate()?;
     let layout = topics::Layout::new(&config.mqtt.base_topic);
     let will = Will { topic: layout.bridge_state(), payload: "offline".into() };
-    let (client, events, mut task) = Client::start(&config.mqtt, &config.mqtt.client_id, Some(will))?;
+    let (client, events, mut task) =
+        Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), client::PUBLISHING_INFLIGHT)?;
     let publisher = publisher::Publisher::new(config.clone(), client, commands, tuning.clone());
     let filters = publisher.scan_filters();
     let scan_settings = config.mqtt.clone();
