@@ -146,6 +146,8 @@ struct PhaseResult {
     messages: usize,
     unit_json_bytes: f64,
     load: f64,
+    /// CPU time stolen by the hypervisor during the phase, % of the machine's CPU time.
+    steal: f64,
 }
 
 impl PhaseResult {
@@ -227,7 +229,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let r = phase(&mut rig, rate, args.seconds).await?;
             println!(
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
-                 bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), load {:.2}",
+                 bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), load {:.2}, stolen {:.1} %",
                 run + 1,
                 r.injected,
                 r.achieved_rate,
@@ -242,7 +244,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.broker_us_per_message(),
                 r.messages,
                 r.messages as f64 / r.injected as f64,
-                r.load
+                r.load,
+                r.steal
             );
             runs.push(r);
             rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
@@ -292,6 +295,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!("  broker CPU µs/message {}", fmt_spread(&f(|r| r.broker_us_per_message()), 1));
         println!("  messages/event        {}", fmt_spread(&f(|r| r.messages as f64 / r.injected as f64), 2));
         println!("  unit JSON bytes       {}", fmt_spread(&f(|r| r.unit_json_bytes), 0));
+        println!("  CPU stolen %          {}", fmt_spread(&f(|r| r.steal), 1));
         println!(
             "  ratio broker µs/msg ÷ bridge µs/event {}",
             fmt_spread(&f(|r| r.broker_us_per_message() / r.bridge_us_per_event()), 2)
@@ -339,6 +343,7 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64) -> anyhow::Result<PhaseRe
     rig.next_seq += total as u64;
     let injected_at: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
     let load = support::load1();
+    let steal0 = support::steal_ticks();
     let from = rig.recorder.len();
     let (bridge0, broker0) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
 
@@ -401,6 +406,7 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64) -> anyhow::Result<PhaseRe
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let steal = support::steal_percent(steal0, support::steal_ticks());
     let mut latencies: Vec<f64> = arrived
         .iter()
         .zip(injected_at.iter())
@@ -425,6 +431,7 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64) -> anyhow::Result<PhaseRe
         messages,
         unit_json_bytes: if json_count > 0 { json_bytes as f64 / json_count as f64 } else { f64::NAN },
         load,
+        steal,
     })
 }
 

@@ -316,6 +316,22 @@ pub fn load1() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// The machine's CPU time stolen by the hypervisor and its total CPU time, in ticks since boot
+/// (`/proc/stat`). On a shared virtual machine, stolen time is when other tenants ran instead:
+/// latency outliers of a run go with it.
+pub fn steal_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> =
+        stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    (fields.get(7).copied().unwrap_or(0), fields.iter().take(8).sum())
+}
+
+/// The share of CPU time stolen between two [`steal_ticks`] readings, in percent.
+pub fn steal_percent(before: (u64, u64), after: (u64, u64)) -> f64 {
+    let total = after.1.saturating_sub(before.1);
+    if total == 0 { 0.0 } else { after.0.saturating_sub(before.0) as f64 * 100.0 / total as f64 }
+}
+
 /// Waits (30 s at a time, up to `max`) while the 1-minute load is above `threshold`; returns the
 /// load it starts with.
 pub fn wait_quiet(threshold: f64, max: Duration) -> f64 {
