@@ -45,6 +45,7 @@ fn assert_defaults(c: &Config) {
     assert_eq!(c.mqtt.base_topic, "casambi");
     assert_eq!(c.mqtt.qos, 1);
     assert_eq!(c.mqtt.protocol, Protocol::V5);
+    assert_eq!(c.mqtt.max_inflight, 8192);
     assert!(c.homeassistant.enabled);
     assert_eq!(c.homeassistant.discovery_prefix, "homeassistant");
     assert_eq!(c.homeassistant.status_topic, "homeassistant/status");
@@ -126,6 +127,7 @@ fn env_overrides_win_over_keys_present_in_the_file() {
             ("CASAMBI2MQTT_MQTT__URL", "mqtt://other:1884"),
             ("CASAMBI2MQTT_CLOUD__POLL_INTERVAL", "7s"),
             ("CASAMBI2MQTT_MQTT__QOS", "0"),
+            ("CASAMBI2MQTT_MQTT__MAX_INFLIGHT", "65535"),
             ("CASAMBI2MQTT_HOMEASSISTANT__ENABLED", "true"),
             ("CASAMBI2MQTT_CLOUD__API_KEY", "env-key"),
             ("CASAMBI2MQTT_NETWORKS__1__EMAIL", "env@example.com"),
@@ -134,6 +136,7 @@ fn env_overrides_win_over_keys_present_in_the_file() {
     assert_eq!(c.mqtt.url, "mqtt://other:1884");
     assert_eq!(c.cloud.poll_interval, Duration::from_secs(7));
     assert_eq!(c.mqtt.qos, 0);
+    assert_eq!(c.mqtt.max_inflight, 65535);
     assert!(c.homeassistant.enabled);
     assert_eq!(c.cloud.api_key.expose(), "env-key");
     assert_eq!(c.networks[1].email, "env@example.com");

@@ -189,6 +189,7 @@ fn hint(key: &str) -> Option<&'static str> {
         "cloud.max_requests_per_minute" | "cloud.max_concurrent_requests" => "a positive integer",
         "homeassistant.discovery" => "device or component",
         "mqtt.protocol" => "v5 or v3",
+        "mqtt.max_inflight" => "an integer 1..65535",
         "log.format" => "text or json",
         "networks" => "a list of credentials entries (email, password, ids)",
         "networks[].ids" => "a list of network ids",

@@ -18,8 +18,8 @@ use tokio::task::JoinHandle;
 const MAX_PACKET: usize = 256 * 1024;
 /// Requests queued towards the event loop before `publish` waits.
 const REQUEST_CAPACITY: usize = 1024;
-/// Most unacknowledged QoS 1/2 publications of the publishing connection (MQTT 5; the broker's
-/// Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B), 14 MB at its
+/// Default of `mqtt.max_inflight`: most unacknowledged QoS 1/2 publications of the publishing
+/// connection (MQTT 5; the broker's Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B), 14 MB at its
 /// default of 65,535. A small window costs CPU instead: once it is full the event loop goes in
 /// lock-step, one acknowledgement read for each publication written (at 25,000 units' start-up,
 /// 256 slots took 8.1–8.4 s of bridge CPU, 8,192 slots 6.0–6.2 s, measured back to back).

@@ -72,7 +72,7 @@ pub async fn run_with(
     let layout = topics::Layout::new(&config.mqtt.base_topic);
     let will = Will { topic: layout.bridge_state(), payload: "offline".into() };
     let (client, events, mut task) =
-        Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), client::PUBLISHING_INFLIGHT)?;
+        Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), config.mqtt.max_inflight)?;
     let publisher = publisher::Publisher::new(config.clone(), client, commands, tuning.clone());
     let filters = publisher.scan_filters();
     let scan_settings = config.mqtt.clone();
