@@ -78,8 +78,6 @@ pub(crate) struct Publisher {
     birth_at: Option<Instant>,
     /// `bridge/error` payloads raised while disconnected, sent on the next connection.
     held_errors: VecDeque<Value>,
-    /// While a network's update is published: its device configs as they were before, by topic.
-    previous: foldhash::HashMap<String, String>,
 }
 
 impl Publisher {
@@ -110,7 +108,6 @@ impl Publisher {
             tuning,
             birth_at: None,
             held_errors: VecDeque::new(),
-            previous: foldhash::HashMap::default(),
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -301,9 +298,7 @@ impl Publisher {
                 // keeps no payloads).
                 let old = self.nets.get(&id).map(|m| self.device_configs(m)).unwrap_or_default();
                 self.nets.insert(id.clone(), NetMirror::new(view, slug));
-                self.previous = old.into_iter().collect();
-                self.reslug_networks(Some(&id)).await;
-                self.previous.clear();
+                self.reslug_networks(Some(&id), &old).await;
                 self.judge_candidates().await;
             }
             Update::Status { network, status } => {
@@ -315,7 +310,7 @@ impl Publisher {
                 let availability_changed = m.view.status.available() != status.available();
                 m.view.status = status;
                 if renamed {
-                    self.reslug_networks(Some(&network)).await;
+                    self.reslug_networks(Some(&network), &Vec::new()).await;
                 } else {
                     let ops =
                         plan::status_ops(&self.renderer, &mut self.store, m, &mut self.text, availability_changed);
@@ -357,7 +352,8 @@ impl Publisher {
 
     /// Recomputes the network slugs (site-wide unique, `bridge` reserved) and re-renders every
     /// network whose slug changed, plus `force` (and the bridge info).
-    async fn reslug_networks(&mut self, force: Option<&str>) {
+    /// `previous`: device configs as they were before the change (for HA's removal steps).
+    async fn reslug_networks(&mut self, force: Option<&str>, previous: &Topics) {
         let slugs = topics::assign(
             self.nets.values().map(|m| (m.view.status.id.clone(), m.view.status.name.clone())),
             &["bridge"],
@@ -372,7 +368,7 @@ impl Publisher {
             }
         }
         for id in changed {
-            self.render_network(&id).await;
+            self.render_network(&id, previous).await;
         }
         self.render_bridge().await;
     }
@@ -383,21 +379,21 @@ impl Publisher {
         self.send(ops).await;
     }
 
-    /// Renders every owner of a network; owners that no longer exist lose their topics.
-    async fn render_network(&mut self, network: &str) {
+    /// Renders every owner of a network; owners that no longer exist lose their topics. A
+    /// device config among `previous` that was published is handed on as the text replaced.
+    async fn render_network(&mut self, network: &str, previous: &Topics) {
         let Some(m) = self.nets.get(network) else { return };
-        let ops = plan::network_ops(&self.renderer, &mut self.store, m);
+        let mut ops = plan::network_ops(&self.renderer, &mut self.store, m);
+        plan::attach_previous(&self.store, &mut ops, previous);
         self.send(ops).await;
     }
 
-    /// The device discovery configs of `m`'s owners (empty unless discovery is per device).
+    /// The device discovery configs of `m`'s network and units (empty unless discovery is per
+    /// device); groups and scenes are components of the network's device.
     fn device_configs(&self, m: &NetMirror) -> Topics {
         let Some(prefix) = self.device_prefix() else { return Vec::new() };
-        m.owners()
-            .iter()
-            .flat_map(|o| self.renderer.owner(m, o))
-            .filter(|(t, _)| t.starts_with(prefix.as_str()))
-            .collect()
+        let units = m.view.units.keys().flat_map(|id| self.renderer.unit_discovery(m, *id));
+        self.renderer.network(m).into_iter().chain(units).filter(|(t, _)| t.starts_with(prefix.as_str())).collect()
     }
 
     /// `<discovery prefix>/device/`, when discovery is on and per device.
@@ -451,11 +447,6 @@ impl Publisher {
         for op in ops {
             let sent = match &op {
                 Op::Publish { topic, payload, previous } => {
-                    // The text being replaced: given by the caller, or (a network's update) the
-                    // config rendered before it, if that is what the broker has.
-                    let previous = previous.as_deref().or_else(|| {
-                        self.previous.get(topic).map(String::as_str).filter(|p| self.store.published_is(topic, p))
-                    });
                     // HA needs a device config with a removed component cut down to its
                     // platform before the config without it.
                     if let (Some(prefix), Some(prev)) = (&device_prefix, previous)

@@ -126,6 +126,29 @@ fn fingerprint(text: &str) -> u64 {
     std::hash::BuildHasher::hash_one(&FINGERPRINT, text)
 }
 
+/// Records `payload` as wanted in place of `print` and, when it changed and differs from what was
+/// `published`, its publication. Unchanged since the last render (most attribute topics of a
+/// change): what was published is already this, or the next connection's resync sends it; this
+/// skips building the topic and looking it up, most of the cost on a big site.
+fn note_state(
+    published: &HashMap<u64, u64>,
+    print: &mut u64,
+    topic: impl FnOnce() -> String,
+    payload: &str,
+    ops: &mut Vec<Op>,
+) {
+    let new = fingerprint(payload);
+    if *print == new {
+        return;
+    }
+    *print = new;
+    let topic = topic();
+    if published.get(&fingerprint(&topic)) != Some(&new) {
+        // State topics are never discovery configs, so no `previous` is needed.
+        ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None });
+    }
+}
+
 impl Store {
     /// Sets what `owner` wants and returns the operations that bring the broker there: changed
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
@@ -202,25 +225,19 @@ impl Store {
         if !same_names {
             return None;
         }
-        let state_topic = state_topic.to_string();
+        let (Wanted { name: Name::Full(state_topic), payload: state_print }, rest) = slots.split_first_mut()? else {
+            return None;
+        };
+        let mut parts = text.parts();
         let mut ops = Vec::new();
-        for (w, (_, payload)) in slots.iter_mut().zip(text.parts()) {
-            let print = fingerprint(payload);
-            // Unchanged since the last render (most attribute topics of a change): what was
-            // published is already this, or the next connection's resync sends it. This skips
-            // the lookup of the topic, which is most of the cost on a site of 100,000s of topics.
-            if w.payload == print {
-                continue;
-            }
-            w.payload = print;
-            let topic = match &w.name {
+        let (_, payload) = parts.next()?;
+        note_state(&self.published, state_print, || state_topic.to_string(), payload, &mut ops);
+        for (Wanted { name, payload: print }, (_, payload)) in rest.iter_mut().zip(parts) {
+            let topic = || match name {
                 Name::Full(t) => t.to_string(),
                 Name::Below(level) => format!("{state_topic}/{level}"),
             };
-            if self.published.get(&fingerprint(&topic)) != Some(&print) {
-                // State topics are never discovery configs, so no `previous` is needed.
-                ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None });
-            }
+            note_state(&self.published, print, topic, payload, &mut ops);
         }
         Some(ops)
     }
