@@ -48,9 +48,36 @@ struct Args {
     /// Publish the per-attribute topics (`output.attribute_topics`, on by default).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     attribute_topics: bool,
+    /// What the timing subscriber subscribes to: `all` (`#`: every message, 400,000 at the
+    /// default size, which doubles the broker's work) or `ha` (what Home Assistant reads:
+    /// discovery, the unit, group, scene and network JSON, availability; not the attribute
+    /// topics). Each owner's last topic is in both sets and one connection keeps the bridge's
+    /// order, so both see the end of the start-up; the retained check reads every topic either way.
+    #[arg(long, value_enum, default_value_t = Subscriber::All)]
+    subscriber: Subscriber,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
+}
+
+/// The timing subscriber's topic filters.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Subscriber {
+    /// `#`.
+    All,
+    /// What Home Assistant subscribes to.
+    Ha,
+}
+
+impl Subscriber {
+    fn filters(self) -> &'static [&'static str] {
+        match self {
+            Subscriber::All => &["#"],
+            Subscriber::Ha => {
+                &["homeassistant/#", "casambi/+", "casambi/+/+/+", "casambi/+/unit/+/availability", "casambi/bridge/#"]
+            }
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -65,6 +92,7 @@ struct RunResult {
     startup_s: f64,
     bridge_cpu_s: f64,
     broker_cpu_s: f64,
+    own_cpu_s: f64,
     first_s: f64,
     messages: usize,
     retained: usize,
@@ -82,12 +110,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("broker: {}", Broker::version());
     let (networks, units) = Site::parse_size(&args.site)?;
     println!("site: {networks} networks × {units} units = {} units", networks * units);
+    println!("timing subscriber: {:?} {:?}", args.subscriber, args.subscriber.filters());
     let mut results = Vec::new();
     for run in 0..args.runs {
         let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
         let r = one_run(&args, load).await?;
         println!(
-            "run {}: start-up {:.2} s (first message {:.2} s, {} messages, {} retained; CPU bridge {:.2} s, broker {:.2} s), peak RSS {:.1} MiB after start-up, \
+            "run {}: start-up {:.2} s (first message {:.2} s, {} messages, {} retained; CPU bridge {:.2} s, broker {:.2} s, simulator + subscriber {:.2} s), peak RSS {:.1} MiB after start-up, \
              {:.1} MiB after idle, idle CPU {:.3} % of a core, {} REST requests (formula: {}), load {:.2}",
             run + 1,
             r.startup_s,
@@ -96,6 +125,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             r.retained,
             r.bridge_cpu_s,
             r.broker_cpu_s,
+            r.own_cpu_s,
             r.rss_startup_mib,
             r.rss_idle_mib,
             r.idle_percent,
@@ -111,6 +141,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("  start-up s            {}", fmt_spread(&f(|r| r.startup_s), 2));
     println!("  start-up CPU bridge s {}", fmt_spread(&f(|r| r.bridge_cpu_s), 2));
     println!("  start-up CPU broker s {}", fmt_spread(&f(|r| r.broker_cpu_s), 2));
+    println!("  start-up CPU sim+sub s {}", fmt_spread(&f(|r| r.own_cpu_s), 2));
     println!("  peak RSS MiB          {}", fmt_spread(&f(|r| r.rss_idle_mib), 1));
     println!("  idle CPU % of a core  {}", fmt_spread(&f(|r| r.idle_percent), 3));
     println!("  REST requests         {}", fmt_spread(&f(|r| r.requests as f64), 0));
@@ -127,7 +158,9 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let sim = Simulator::start_local(SimConfig::new(site)).await?;
     let broker = Broker::start();
     let base = Instant::now();
-    let (recorder, _sub) = support::subscribe(broker.port, "bench-scale-subscriber", &["#"], base).await;
+    let own_cpu0 = cpu_time(std::process::id());
+    let (recorder, _sub) =
+        support::subscribe(broker.port, "bench-scale-subscriber", args.subscriber.filters(), base).await;
     let bridge = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
     let spawned = bridge.started.saturating_duration_since(base);
 
@@ -175,6 +208,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let last = all.last().map_or(Duration::ZERO, |m| m.at);
     let rss_startup = status_mib(bridge.pid(), "VmHWM");
     let (bridge_cpu, broker_cpu) = (cpu_time(bridge.pid()), cpu_time(broker.pid()));
+    let own_cpu = cpu_time(std::process::id()).saturating_sub(own_cpu0);
     let mut bytes: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for m in &all {
         let kind = match m.topic.split('/').collect::<Vec<_>>().as_slice() {
@@ -240,6 +274,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
         startup_s: last.saturating_sub(spawned).as_secs_f64(),
         bridge_cpu_s: bridge_cpu.as_secs_f64(),
         broker_cpu_s: broker_cpu.as_secs_f64(),
+        own_cpu_s: own_cpu.as_secs_f64(),
         first_s: first.saturating_sub(spawned).as_secs_f64(),
         messages: all.len(),
         retained: retained_topics.len(),

@@ -76,6 +76,38 @@ impl Caps {
         c
     }
 
+    /// `Caps::of(unit, fixture).is_light()`, stopping at the first sign of a light. A group's
+    /// JSON asks this of every member on each change of one of them, and most members answer at
+    /// their type.
+    pub fn light_of(unit: &UnitState, fixture: Option<&Fixture>) -> bool {
+        let kind = unit.unit_type.as_deref().unwrap_or_default();
+        kind == "Luminaire"
+            || kind == "Driver"
+            || unit.controls.iter().flatten().any(|c| {
+                matches!(
+                    c,
+                    Control::Dimmer(_)
+                        | Control::OnOff(_)
+                        | Control::Cct(_)
+                        | Control::Color(_)
+                        | Control::Colorsource(_)
+                )
+            })
+            || fixture.is_some_and(|f| {
+                f.is_luminaire == Some(true)
+                    || f.controls.iter().any(|fc| {
+                        matches!(
+                            fc.control_type,
+                            FixtureControlType::Dimmer
+                                | FixtureControlType::Onoff
+                                | FixtureControlType::Temperature
+                                | FixtureControlType::Rgb
+                                | FixtureControlType::Colorsource
+                        )
+                    })
+            })
+    }
+
     /// Whether the unit is a light (gets a `light` entity and an ON/OFF `state`).
     pub fn is_light(&self) -> bool {
         self.dimmer || self.onoff || self.cct || self.color || self.luminaire_type
@@ -141,6 +173,36 @@ mod tests {
         let sensor = fixture(r#"{"id":2001,"type":"Sensor","controls":[{"type":"presence","readonly":true}]}"#);
         let caps = Caps::of(&unit(r#"{"id":4,"type":"Sensor"}"#), Some(&sensor));
         assert!(caps.presence && !caps.is_light());
+    }
+
+    #[test]
+    fn light_of_agrees_with_the_full_capabilities() {
+        let units = [
+            r#"{"id":1,"type":"Luminaire"}"#,
+            r#"{"id":2,"type":"Driver"}"#,
+            r#"{"id":3,"type":"Sensor","controls":[{"type":"Presence","status":"absent"}]}"#,
+            r#"{"id":4,"controls":[{"type":"OnOff","value":1}]}"#,
+            r#"{"id":5,"controls":[{"type":"Colorsource","source":"XY"}]}"#,
+            r#"{"id":6,"controls":[{"type":"Lux","value":10}]}"#,
+            r#"{"id":7,"type":"Switch","controls":[{"type":"Switch"}]}"#,
+            r#"{"id":8,"online":false}"#,
+        ];
+        let fixtures = [
+            None,
+            Some(fixture(r#"{"id":1,"controls":[{"type":"dimmer"}]}"#)),
+            Some(fixture(r#"{"id":2,"controls":[{"type":"rgb"}]}"#)),
+            Some(fixture(r#"{"id":3,"isLuminaire":true,"controls":[]}"#)),
+            Some(fixture(r#"{"id":4,"type":"Sensor","controls":[{"type":"presence"},{"type":"lux"}]}"#)),
+        ];
+        let mut lights = 0;
+        for u in units.map(unit) {
+            for f in &fixtures {
+                let full = Caps::of(&u, f.as_ref()).is_light();
+                assert_eq!(Caps::light_of(&u, f.as_ref()), full, "unit {} with fixture {f:?}", u.id);
+                lights += usize::from(full);
+            }
+        }
+        assert!(lights > 0 && lights < units.len() * fixtures.len(), "both answers are covered");
     }
 
     #[test]

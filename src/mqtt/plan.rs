@@ -37,8 +37,8 @@ pub fn unit_ops(
         identity_changed || caps_changed || old.as_deref().is_some_and(|o| o.firmware_version != unit.firmware_version);
     // A group's JSON depends on its members' readings alone: most changes (a colour, a sensor
     // value, a level below another member's) leave every group of the unit as it is.
-    let reading_changed =
-        old.as_deref().zip(old_caps).map(|(o, c)| member_reading(o, &c)) != Some(member_reading(&unit, &new_caps));
+    let reading_changed = old.as_deref().zip(old_caps).map(|(o, c)| member_reading(o, c.is_light()))
+        != Some(member_reading(&unit, new_caps.is_light()));
     // The store keeps no payloads: the discovery config being replaced is rendered from the
     // mirror before it changes (HA needs it when a component goes away).
     let old_discovery = if device_changed { renderer.unit_discovery(m, id) } else { Vec::new() };

@@ -20,7 +20,7 @@ use super::plan;
 use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
 use super::state_text::StateText;
-use super::store::{Op, Store};
+use super::store::{Op, Receipt, Store};
 use super::topics::{self, Layout};
 use crate::bridge::state::UnitEvent;
 use crate::bridge::update::Update;
@@ -176,7 +176,7 @@ impl Publisher {
         let grace = self.tuning.shutdown_grace;
         let client = self.client.clone();
         let done = tokio::time::timeout(grace, async move {
-            let _ = client.publish(&state, b"offline", true).await;
+            let _ = client.publish(state, "offline", true).await;
             let _ = client.disconnect().await;
         })
         .await;
@@ -281,7 +281,7 @@ impl Publisher {
             Intake::Retained => {
                 tracing::warn!(topic = %m.topic, "ignoring a retained command (a replay); clearing it from the broker");
                 if self.connected {
-                    let _ = self.client.publish(&m.topic, b"", true).await;
+                    let _ = self.client.publish(m.topic.as_str(), "", true).await;
                 }
             }
             Intake::Empty | Intake::NotCommand => {}
@@ -432,7 +432,7 @@ impl Publisher {
             tracing::debug!(%topic, "not connected; event dropped");
             return;
         }
-        if self.client.publish(topic, payload.to_string().as_bytes(), false).await.is_err() {
+        if self.client.publish(topic, payload.to_string(), false).await.is_err() {
             tracing::debug!(%topic, "event not sent: the MQTT client has stopped");
         }
     }
@@ -445,25 +445,27 @@ impl Publisher {
         }
         let device_prefix = self.device_prefix();
         for op in ops {
-            let sent = match &op {
+            // The op's strings move into the client; the store keeps their fingerprints.
+            let receipt = Receipt::of(&op);
+            let sent = match op {
                 Op::Publish { topic, payload, previous } => {
                     // HA needs a device config with a removed component cut down to its
                     // platform before the config without it.
-                    if let (Some(prefix), Some(prev)) = (&device_prefix, previous)
+                    if let (Some(prefix), Some(prev)) = (&device_prefix, &previous)
                         && topic.starts_with(prefix.as_str())
-                        && let Some(step) = discovery::removal_step(prev, payload)
+                        && let Some(step) = discovery::removal_step(prev, &payload)
                     {
-                        let _ = self.client.publish(topic, step.as_bytes(), true).await;
+                        let _ = self.client.publish(topic.clone(), step, true).await;
                     }
-                    self.client.publish(topic, payload.as_bytes(), true).await
+                    self.client.publish(topic, payload, true).await
                 }
-                Op::Clear { topic } => self.client.publish(topic, b"", true).await,
+                Op::Clear { topic } => self.client.publish(topic, "", true).await,
             };
             if sent.is_err() {
                 tracing::debug!("publish not sent: the MQTT client has stopped");
                 return;
             }
-            self.store.sent(&op);
+            self.store.record(receipt);
         }
     }
 
@@ -506,7 +508,7 @@ impl Publisher {
         }
         for topic in stale {
             tracing::debug!(%topic, "clearing stale retained topic");
-            let _ = self.client.publish(&topic, b"", true).await;
+            let _ = self.client.publish(topic, "", true).await;
         }
     }
 }

@@ -12,7 +12,7 @@ use super::state_text::{Leaf, StateText};
 use super::topics::{self, Layout};
 use super::unit_json::{GroupJson, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::NetworkView;
-use crate::cloud::model::UnitState;
+use crate::cloud::model::{Fixture, UnitState};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -88,7 +88,16 @@ impl NetMirror {
 
     /// The capabilities of a unit (its controls merged with its fixture's).
     pub fn caps(&self, unit: &UnitState) -> Caps {
-        Caps::of(unit, unit.fixture_id.and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f))
+        Caps::of(unit, self.fixture_of(unit))
+    }
+
+    /// Whether `unit` is a light ([`Caps::light_of`]).
+    pub fn is_light(&self, unit: &UnitState) -> bool {
+        Caps::light_of(unit, self.fixture_of(unit))
+    }
+
+    fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {
+        unit.fixture_id.and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f)
     }
 
     /// Every owner of this network.
@@ -413,7 +422,7 @@ impl Renderer {
     pub fn group_text<'m>(&self, m: &'m NetMirror, id: u32, text: &mut StateText) -> Option<&'m str> {
         text.clear();
         let (g, slug) = (m.view.groups.get(&id)?, m.group_slugs.get(&id)?);
-        let json = GroupJson::of(g, |u| m.view.units.get(&u).map(|unit| member_reading(unit, &m.caps(unit))));
+        let json = GroupJson::of(g, |u| m.view.units.get(&u).map(|unit| member_reading(unit, m.is_light(unit))));
         json.write_json(text.buf());
         text.end_part(Leaf::State);
         Some(slug)

@@ -58,12 +58,14 @@ impl StateText {
         self.parts.is_empty()
     }
 
-    /// The parts in order. Every payload is text (serde_json and `&str`s wrote it); a part that
-    /// somehow is not reads as empty rather than failing.
+    /// The parts in order. Every payload is text (serde_json and `&str`s wrote it); the buffer
+    /// is checked once as a whole, and a buffer or part that somehow is not text reads as empty
+    /// rather than failing.
     pub fn parts(&self) -> impl Iterator<Item = (Leaf, &str)> {
+        let all = simdutf8::basic::from_utf8(&self.buf).unwrap_or_default();
         let mut start = 0;
         self.parts.iter().map(move |&(leaf, end)| {
-            let text = std::str::from_utf8(&self.buf[start..end]).unwrap_or_default();
+            let text = all.get(start..end).unwrap_or_default();
             start = end;
             (leaf, text)
         })
@@ -83,10 +85,28 @@ impl StateText {
     }
 }
 
-/// The levels below a state topic that the bridge publishes, as `&'static str`: the unit JSON's
-/// keys and `availability`.
-pub fn static_level(level: &str) -> Option<&'static str> {
-    UNIT_KEYS.iter().chain(&["availability"]).find(|k| **k == level).copied()
+/// The levels below a state topic that the bridge publishes: the unit JSON's keys and
+/// `availability`.
+const LEVELS: [&str; UNIT_KEYS.len() + 1] = {
+    let mut all = [""; UNIT_KEYS.len() + 1];
+    let mut i = 0;
+    while i < UNIT_KEYS.len() {
+        all[i] = UNIT_KEYS[i];
+        i += 1;
+    }
+    all[i] = "availability";
+    all
+};
+
+/// The number of a level below a state topic that the bridge publishes (a byte instead of a
+/// name: the store keeps one per attribute topic, 320,000 of them on a big site).
+pub fn level_index(level: &str) -> Option<u8> {
+    LEVELS.iter().position(|k| *k == level).and_then(|i| u8::try_from(i).ok())
+}
+
+/// The level numbered `index` by [`level_index`].
+pub fn level_at(index: u8) -> &'static str {
+    LEVELS.get(usize::from(index)).copied().unwrap_or_default()
 }
 
 /// Whether `topic` is the topic of `leaf` below `state_topic`.

@@ -13,7 +13,7 @@
 //! from the mirror ([`super::plan`], [`super::publisher`]).
 
 use super::render::{Owner, Topics};
-use super::state_text::{Leaf, StateText, is_leaf_of, static_level};
+use super::state_text::{Leaf, StateText, is_leaf_of, level_at, level_index};
 // foldhash: the store hashes every topic it publishes; SipHash's DoS resistance buys nothing
 // for topics this process made itself, and costs several times more per lookup.
 use foldhash::HashMap;
@@ -39,6 +39,38 @@ pub enum Op {
     },
 }
 
+/// What [`Store::record`] needs of an operation: taken before the operation's strings are handed
+/// to the MQTT client, so that they move there instead of being copied.
+#[derive(Debug)]
+pub enum Receipt {
+    /// A publication: the topic's and the payload's fingerprints.
+    Published {
+        /// The topic's fingerprint.
+        key: u64,
+        /// The payload's fingerprint.
+        payload: u64,
+    },
+    /// A clear: the topic's fingerprint and name (kept until the next connection).
+    Cleared {
+        /// The topic's fingerprint.
+        key: u64,
+        /// The topic.
+        topic: Box<str>,
+    },
+}
+
+impl Receipt {
+    /// The receipt of `op`.
+    pub fn of(op: &Op) -> Receipt {
+        match op {
+            Op::Publish { topic, payload, .. } => {
+                Receipt::Published { key: fingerprint(topic), payload: fingerprint(payload) }
+            }
+            Op::Clear { topic } => Receipt::Cleared { key: fingerprint(topic), topic: topic.as_str().into() },
+        }
+    }
+}
+
 /// A wanted topic: its name and its payload's fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Wanted {
@@ -47,14 +79,15 @@ struct Wanted {
 }
 
 /// A wanted topic's name. Most topics are attribute topics one level below their owner's state
-/// topic (`…/unit/lamp/brightness`): those are kept as that level alone, a `&'static str`, instead
-/// of a heap copy of the whole name — 13 of a unit's 16 topics.
+/// topic (`…/unit/lamp/brightness`): those are kept as the number of that level alone
+/// ([`level_index`]) instead of a heap copy of the whole name — 13 of a unit's 16 topics. A name
+/// is 16 bytes either way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Name {
     /// The whole topic.
     Full(Box<str>),
     /// A level below the closest [`Name::Full`] before it in the owner's list.
-    Below(&'static str),
+    Below(u8),
 }
 
 /// The whole names of an owner's wanted topics, in order.
@@ -66,7 +99,7 @@ fn full_names(list: &[Wanted]) -> Vec<String> {
                 base = t;
                 t.to_string()
             }
-            Name::Below(level) => format!("{base}/{level}"),
+            Name::Below(level) => format!("{base}/{}", level_at(*level)),
         })
         .collect()
 }
@@ -81,7 +114,7 @@ fn compact(topics: &[(String, String)]) -> Vec<Wanted> {
                 Name::Full(b) => topic.strip_prefix(&**b)?.strip_prefix('/'),
                 Name::Below(_) => None,
             })
-            .and_then(static_level);
+            .and_then(level_index);
         let name = match below {
             Some(level) => Name::Below(level),
             None => {
@@ -100,12 +133,11 @@ pub struct Store {
     /// What each owner wants, in publishing order. A hash map: owners of one network share their
     /// network id, so an ordered map compared that whole id on every step of every lookup.
     desired: HashMap<Owner, Vec<Wanted>>,
-    /// How many owners want each topic (by topic fingerprint). Usually one; a count lets a topic
-    /// taken over by another owner survive the removal of its first owner.
-    wanted: HashMap<u64, u32>,
-    /// The fingerprint of what this process last published per topic since the last connection
-    /// (both by fingerprint).
-    published: HashMap<u64, u64>,
+    /// What is known of each topic that is wanted or published, by the topic's fingerprint. One
+    /// map for both: on a big site it holds 400,000 topics, and one entry costs less than two.
+    topics: HashMap<u64, TopicState>,
+    /// How many topics are wanted (entries of `topics` with `wanted > 0`).
+    wanted_count: usize,
     /// Names of published topics that nobody wants any more, until their clear reaches the
     /// client (while disconnected, the next connection's resync clears them).
     orphans: HashMap<u64, Box<str>>,
@@ -116,14 +148,26 @@ pub struct Store {
     cleared: HashMap<u64, Box<str>>,
 }
 
+/// One topic's bookkeeping in [`Store::topics`].
+#[derive(Debug, Default, Clone, Copy)]
+struct TopicState {
+    /// The fingerprint of what this process last published there since the last connection;
+    /// 0 when nothing was (no fingerprint is 0).
+    published: u64,
+    /// How many owners want the topic. Usually one; a count lets a topic taken over by another
+    /// owner survive the removal of its first owner.
+    wanted: u32,
+}
+
 /// The hasher of [`fingerprint`]: fixed, so equal texts always agree.
 const FINGERPRINT: foldhash::quality::FixedState = foldhash::quality::FixedState::with_seed(0x6361_7361_6d62_6932);
 
 /// A text's 64-bit fingerprint. Two different payloads of one topic agree with a probability of
 /// 2⁻⁶⁴: the store would then skip one publication, until the next change of that topic; two
 /// topics with one fingerprint would share their bookkeeping.
+/// Never 0 (taken as 1), which [`TopicState::published`] uses for "nothing".
 fn fingerprint(text: &str) -> u64 {
-    std::hash::BuildHasher::hash_one(&FINGERPRINT, text)
+    std::hash::BuildHasher::hash_one(&FINGERPRINT, text).max(1)
 }
 
 /// Records `payload` as wanted in place of `print` and, when it changed and differs from what was
@@ -131,7 +175,7 @@ fn fingerprint(text: &str) -> u64 {
 /// change): what was published is already this, or the next connection's resync sends it; this
 /// skips building the topic and looking it up, most of the cost on a big site.
 fn note_state(
-    published: &HashMap<u64, u64>,
+    topics: &HashMap<u64, TopicState>,
     print: &mut u64,
     topic: impl FnOnce() -> String,
     payload: &str,
@@ -143,7 +187,7 @@ fn note_state(
     }
     *print = new;
     let topic = topic();
-    if published.get(&fingerprint(&topic)) != Some(&new) {
+    if topics.get(&fingerprint(&topic)).map(|t| t.published) != Some(new) {
         // State topics are never discovery configs, so no `previous` is needed.
         ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None });
     }
@@ -167,17 +211,17 @@ impl Store {
         for ((topic, payload), wanted) in topics.into_iter().zip(&new) {
             let key = fingerprint(&topic);
             if !same_topics {
-                *self.wanted.entry(key).or_insert(0) += 1;
+                self.want(key);
                 self.orphans.remove(&key);
             }
-            if self.published.get(&key) != Some(&wanted.payload) {
+            if self.published(key) != Some(wanted.payload) {
                 ops.push(Op::Publish { topic, payload, previous: None });
             }
         }
         if !same_topics {
             for topic in old {
                 let key = fingerprint(&topic);
-                if !self.wanted.contains_key(&key) && self.published.contains_key(&key) {
+                if !self.is_wanted(key) && self.published(key).is_some() {
                     self.orphans.insert(key, topic.as_str().into());
                     ops.push(Op::Clear { topic });
                 }
@@ -189,14 +233,38 @@ impl Store {
         ops
     }
 
+    /// One owner more wants the topic with fingerprint `key`.
+    fn want(&mut self, key: u64) {
+        let t = self.topics.entry(key).or_default();
+        if t.wanted == 0 {
+            self.wanted_count += 1;
+        }
+        t.wanted += 1;
+    }
+
     /// One owner less wants the topic with fingerprint `key`.
     fn unwant(&mut self, key: u64) {
-        if let Some(n) = self.wanted.get_mut(&key) {
-            *n -= 1;
-            if *n == 0 {
-                self.wanted.remove(&key);
+        if let Some(t) = self.topics.get_mut(&key)
+            && t.wanted > 0
+        {
+            t.wanted -= 1;
+            if t.wanted == 0 {
+                self.wanted_count -= 1;
+                if t.published == 0 {
+                    self.topics.remove(&key);
+                }
             }
         }
+    }
+
+    /// Whether some owner wants the topic with fingerprint `key`.
+    fn is_wanted(&self, key: u64) -> bool {
+        self.topics.get(&key).is_some_and(|t| t.wanted > 0)
+    }
+
+    /// The fingerprint of what was last published on the topic with fingerprint `key`.
+    fn published(&self, key: u64) -> Option<u64> {
+        self.topics.get(&key).map(|t| t.published).filter(|p| *p != 0)
     }
 
     /// The fast path of a state change: when `owner`'s topics end with exactly the parts of
@@ -219,7 +287,7 @@ impl Store {
         let same_names = is_state_topic(state_topic)
             && slots.iter().zip(text.parts()).all(|(w, (leaf, _))| match (&w.name, leaf) {
                 (Name::Full(t), leaf) => is_leaf_of(t, state_topic, leaf),
-                (Name::Below(level), Leaf::Below(key)) => level == &key,
+                (Name::Below(level), Leaf::Below(key)) => level_at(*level) == key,
                 (Name::Below(_), Leaf::State) => false,
             });
         if !same_names {
@@ -231,13 +299,13 @@ impl Store {
         let mut parts = text.parts();
         let mut ops = Vec::new();
         let (_, payload) = parts.next()?;
-        note_state(&self.published, state_print, || state_topic.to_string(), payload, &mut ops);
+        note_state(&self.topics, state_print, || state_topic.to_string(), payload, &mut ops);
         for (Wanted { name, payload: print }, (_, payload)) in rest.iter_mut().zip(parts) {
             let topic = || match name {
                 Name::Full(t) => t.to_string(),
-                Name::Below(level) => format!("{state_topic}/{level}"),
+                Name::Below(level) => format!("{state_topic}/{}", level_at(*level)),
             };
-            note_state(&self.published, print, topic, payload, &mut ops);
+            note_state(&self.topics, print, topic, payload, &mut ops);
         }
         Some(ops)
     }
@@ -270,17 +338,25 @@ impl Store {
 
     /// Records that `op` reached the client.
     pub fn sent(&mut self, op: &Op) {
-        match op {
-            Op::Publish { topic, payload, .. } => {
-                let key = fingerprint(topic);
+        self.record(Receipt::of(op));
+    }
+
+    /// Records an operation that reached the client by its [`Receipt`].
+    pub fn record(&mut self, receipt: Receipt) {
+        match receipt {
+            Receipt::Published { key, payload } => {
                 self.cleared.remove(&key);
-                self.published.insert(key, fingerprint(payload));
+                self.topics.entry(key).or_default().published = payload;
             }
-            Op::Clear { topic } => {
-                let key = fingerprint(topic);
-                self.published.remove(&key);
+            Receipt::Cleared { key, topic } => {
+                if let Some(t) = self.topics.get_mut(&key) {
+                    t.published = 0;
+                    if t.wanted == 0 {
+                        self.topics.remove(&key);
+                    }
+                }
                 self.orphans.remove(&key);
-                self.cleared.insert(key, topic.as_str().into());
+                self.cleared.insert(key, topic);
             }
         }
     }
@@ -293,7 +369,7 @@ impl Store {
         let mut stale: Vec<String> = self
             .orphans
             .values()
-            .chain(self.cleared.iter().filter(|(k, _)| !self.wanted.contains_key(*k)).map(|(_, t)| t))
+            .chain(self.cleared.iter().filter(|(k, _)| !self.is_wanted(**k)).map(|(_, t)| t))
             .map(|t| t.to_string())
             .collect();
         stale.sort();
@@ -305,27 +381,27 @@ impl Store {
 
     /// Whether some owner wants `topic`.
     pub fn is_desired(&self, topic: &str) -> bool {
-        self.wanted.contains_key(&fingerprint(topic))
+        self.is_wanted(fingerprint(topic))
     }
 
     /// Whether this process has published `topic` (and not cleared it).
     pub fn is_published(&self, topic: &str) -> bool {
-        self.published.contains_key(&fingerprint(topic))
+        self.published(fingerprint(topic)).is_some()
     }
 
     /// Whether what this process last published on `topic` is `text`.
     pub fn published_is(&self, topic: &str, text: &str) -> bool {
-        self.published.get(&fingerprint(topic)) == Some(&fingerprint(text))
+        self.published(fingerprint(topic)) == Some(fingerprint(text))
     }
 
     /// How many topics are wanted (for logs and tests).
     pub fn len(&self) -> usize {
-        self.wanted.len()
+        self.wanted_count
     }
 
     /// Whether no topic is wanted.
     pub fn is_empty(&self) -> bool {
-        self.wanted.is_empty()
+        self.wanted_count == 0
     }
 }
 
@@ -500,8 +576,9 @@ mod tests {
         let ops = s.set(o.clone(), topics.clone());
         apply(&mut s, &ops);
         let list = &s.desired[&o];
-        assert_eq!(list[2].name, Name::Below("state"));
-        assert_eq!(list[3].name, Name::Below("availability"));
+        assert_eq!(list[2].name, Name::Below(level_index("state").unwrap()));
+        assert_eq!(list[3].name, Name::Below(level_index("availability").unwrap()));
+        assert_eq!(std::mem::size_of::<Wanted>(), 24, "a wanted topic stays three words");
         assert_eq!(list[4].name, Name::Full("b/n/unit/lamp/unknown-level".into()));
         assert_eq!(s.topics_of(&o), topics.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>());
         assert!(s.wants(&o, &topics));

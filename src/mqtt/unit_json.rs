@@ -293,9 +293,9 @@ pub struct MemberReading {
 
 /// A member's reading, as [`unit_json`] computes `state` and `brightness` (without building the
 /// whole unit JSON: a group is re-rendered whenever one of its members changes).
-pub fn member_reading(unit: &UnitState, caps: &Caps) -> MemberReading {
+pub fn member_reading(unit: &UnitState, is_light: bool) -> MemberReading {
     MemberReading {
-        state: if caps.is_light() { light_state(unit) } else { None },
+        state: if is_light { light_state(unit) } else { None },
         brightness: find(unit, |c| match c {
             Control::Dimmer(d) => Some(to_255(d.value)),
             _ => None,

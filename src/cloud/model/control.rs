@@ -10,6 +10,7 @@
 //! fixed slot, every other key into a side map, and the typed variant is built once the `type` is
 //! known (key order in real frames is arbitrary).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
@@ -305,27 +306,95 @@ impl<'de> Deserialize<'de> for Key {
     }
 }
 
+/// One known field of a control object while it is being read: numbers and strings (borrowed
+/// from the frame when it has no escapes) without building a `serde_json::Value`; anything else
+/// as raw JSON, which then ends up in the control's extra fields.
+enum Slot<'de> {
+    Num(serde_json::Number),
+    Str(Cow<'de, str>),
+    Raw(Value),
+}
+
+impl Slot<'_> {
+    fn into_value(self) -> Value {
+        match self {
+            Self::Num(n) => Value::Number(n),
+            Self::Str(s) => Value::String(s.into_owned()),
+            Self::Raw(v) => v,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Slot<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Slot<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Slot<'de>, E> {
+                Ok(Slot::Num(v.into()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Slot<'de>, E> {
+                Ok(Slot::Num(v.into()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Slot<'de>, E> {
+                Ok(serde_json::Number::from_f64(v).map_or(Slot::Raw(Value::Null), Slot::Num))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Slot<'de>, E> {
+                Ok(Slot::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Slot<'de>, E> {
+                Ok(Slot::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Slot<'de>, E> {
+                Ok(Slot::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Slot<'de>, E> {
+                Ok(Slot::Raw(Value::Bool(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Slot<'de>, E> {
+                Ok(Slot::Raw(Value::Null))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Slot<'de>, E> {
+                Ok(Slot::Raw(Value::Null))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Slot<'de>, D::Error> {
+                Slot::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Slot<'de>, A::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(seq)).map(Slot::Raw)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Slot<'de>, A::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(Slot::Raw)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
 /// The fields of one control object while it is being read.
 #[derive(Default)]
-struct Fields {
-    known: [Option<Value>; 15],
+struct Fields<'de> {
+    known: [Option<Slot<'de>>; 15],
     extra: Map<String, Value>,
 }
 
-impl Fields {
+impl<'de> Fields<'de> {
     fn is_num(&self, k: K) -> bool {
-        matches!(self.known[k as usize], Some(Value::Number(_)))
+        matches!(self.known[k as usize], Some(Slot::Num(_)))
     }
 
     fn is_str(&self, k: K) -> bool {
-        matches!(self.known[k as usize], Some(Value::String(_)))
+        matches!(self.known[k as usize], Some(Slot::Str(_)))
     }
 
     /// Takes a numeric field; a field of another JSON type stays and ends up in `extra`.
     fn num(&mut self, k: K) -> Option<f64> {
         let slot = &mut self.known[k as usize];
         match slot {
-            Some(Value::Number(n)) => {
+            Some(Slot::Num(n)) => {
                 let v = n.as_f64();
                 *slot = None;
                 v
@@ -337,10 +406,10 @@ impl Fields {
     /// Takes a string field; a field of another JSON type stays and ends up in `extra`.
     fn string(&mut self, k: K) -> Option<Box<str>> {
         let slot = &mut self.known[k as usize];
-        if matches!(slot, Some(Value::String(_)))
-            && let Some(Value::String(s)) = slot.take()
+        if matches!(slot, Some(Slot::Str(_)))
+            && let Some(Slot::Str(s)) = slot.take()
         {
-            return Some(s.into_boxed_str());
+            return Some(s.into());
         }
         None
     }
@@ -348,10 +417,13 @@ impl Fields {
     /// Whatever was not taken, as the control's extra fields.
     fn take_extra(&mut self) -> Extra {
         self.known[K::Type as usize] = None;
+        if self.extra.is_empty() && self.known.iter().all(Option::is_none) {
+            return Extra(None);
+        }
         let mut extra = std::mem::take(&mut self.extra);
         for (i, slot) in self.known.iter_mut().enumerate() {
             if let Some(v) = slot.take() {
-                extra.insert(KEY_NAMES[i].to_owned(), v);
+                extra.insert(KEY_NAMES[i].to_owned(), v.into_value());
             }
         }
         Extra::from_map(extra)
@@ -362,7 +434,7 @@ impl Fields {
         let mut map = self.extra;
         for (i, v) in self.known.into_iter().enumerate() {
             if let Some(v) = v {
-                map.insert(KEY_NAMES[i].to_owned(), v);
+                map.insert(KEY_NAMES[i].to_owned(), v.into_value());
             }
         }
         Value::Object(map)
@@ -459,14 +531,17 @@ fn control_from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Control, A::Er
             }
         }
     }
-    let kind = match &mut fields.known[K::Type as usize] {
-        Some(Value::String(s)) => std::mem::take(s),
-        _ => return Ok(Control::Other(fields.into_value())),
+    let kind = match fields.known[K::Type as usize].take() {
+        Some(Slot::Str(s)) => s,
+        other => {
+            fields.known[K::Type as usize] = other;
+            return Ok(Control::Other(fields.into_value()));
+        }
     };
     match fields.build(&kind) {
         Some(control) => Ok(control),
         None => {
-            fields.known[K::Type as usize] = Some(Value::String(kind));
+            fields.known[K::Type as usize] = Some(Slot::Str(kind));
             Ok(Control::Other(fields.into_value()))
         }
     }
@@ -554,13 +629,16 @@ pub fn controls_opt<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option
             Ok(None)
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(4));
+            // Most units have one or two controls. The list lives as long as the unit (25,000 of
+            // them on a big site), so spare capacity is given back.
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(2));
             while let Some(entry) = seq.next_element::<Entry>()? {
                 match entry {
                     Entry::One(c) => out.push(c),
                     Entry::Many(list) => out.extend(list),
                 }
             }
+            out.shrink_to_fit();
             Ok(Some(out))
         }
         fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {

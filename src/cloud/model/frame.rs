@@ -150,6 +150,9 @@ pub enum FrameError {
     /// Not JSON, not an object, or a field of the wrong type.
     #[error("malformed frame: {0}")]
     Json(#[from] serde_json::Error),
+    /// A binary frame whose bytes are not UTF-8 text.
+    #[error("malformed frame: not UTF-8")]
+    Utf8(#[from] simdutf8::basic::Utf8Error),
     /// A known message lacks a field it needs (e.g. a `unitChanged` without `id`, which older
     /// gateways send with a raw hex state; such frames carry nothing usable).
     #[error("`{method}` frame without `{field}`")]
@@ -258,7 +261,10 @@ impl Frame<'_> {
 /// Never panics; anything unusable is a [`FrameError`]. Unknown methods are not errors
 /// ([`ServerMessage::Unknown`]).
 pub fn parse_frame(bytes: &[u8]) -> Result<ServerMessage, FrameError> {
-    let mut frame: Frame<'_> = serde_json::from_slice(bytes)?;
+    // One vectorised UTF-8 check of the whole frame instead of one per string: `from_str` then
+    // reads strings without validating them again (a tenth of a frame's parse time before).
+    let text = simdutf8::basic::from_utf8(bytes)?;
+    let mut frame: Frame<'_> = serde_json::from_str(text)?;
     let wire = frame.wire;
     let need_wire = |method: &'static str| wire.ok_or(FrameError::MissingField { method, field: "wire" });
     if let Some(method) = frame.method.take() {

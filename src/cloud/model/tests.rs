@@ -211,6 +211,25 @@ fn known_controls_round_trip_with_extra_fields() {
     assert_eq!(c.to_value(), json!({"type":"CCT","min":2700,"max":4000,"value":2850}));
 }
 
+/// Strings in a frame are read borrowed when they have no escapes and copied when they do; both
+/// give the same controls.
+#[test]
+fn control_strings_with_escapes_parse_like_plain_ones() {
+    let plain = controls_of(
+        r#"{"controls":[{"type":"Dimmer","value":0.5,"name":"dimmer\"0"},{"type":"Presence","status":"absent"}]}"#,
+    );
+    let escaped = controls_of(
+        r#"{"controls":[{"type":"Dim\u006der","value":0.5,"name":"dimmer\u00220"},{"type":"Presence","status":"abs\u0065nt"}]}"#,
+    );
+    assert_eq!(plain, escaped);
+    assert_eq!(plain[0].name(), Some("dimmer\"0"));
+    assert!(matches!(&plain[1], Control::Presence(p) if &*p.status == "absent"));
+    let frame =
+        br#"{"wire":1,"method":"unitChanged","id":3,"controls":[{"type":"Dim\u006der","value":1,"extra":"\u00e9"}]}"#;
+    let Ok(ServerMessage::UnitChanged { unit, .. }) = parse_frame(frame) else { panic!("unitChanged expected") };
+    assert_eq!(unit.controls.unwrap()[0].to_value(), json!({"type":"Dimmer","value":1,"extra":"\u{e9}"}));
+}
+
 #[test]
 fn known_type_with_missing_or_wrong_fields_is_kept_raw() {
     for raw in [
