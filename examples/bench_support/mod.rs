@@ -221,7 +221,9 @@ pub fn bridge_child() -> bool {
         return false;
     }
     let path = args.get(2).expect("--bridge CONFIG");
-    let config = casambi2mqtt::config::load(Path::new(path), std::iter::empty()).expect("bench configuration");
+    // `CASAMBI2MQTT_*` variables apply as they do to `casambi2mqtt run` (e.g.
+    // `CASAMBI2MQTT_MQTT__MAX_INFLIGHT=65535` to compare in-flight windows).
+    let config = casambi2mqtt::config::load(Path::new(path), std::env::vars()).expect("bench configuration");
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(&config.log.level))
         .with_writer(std::io::stderr)
