@@ -8,6 +8,8 @@
 //! - The simulator (in this process) serves a generated site; a driver thread changes the Dimmer
 //!   of `Dimmer + CCT` luminaires at a controlled rate through the simulator's world mutations
 //!   (`set_unit_state`), and each change goes out as a `unitChanged` frame on the network's wire.
+//!   The driver sleeps between changes (`--pacing sleep`); `--pacing spin` is the earlier
+//!   busy-waiting driver, kept to compare with figures measured with it.
 //! - The bridge runs in a child process (`app::run`, the code of `casambi2mqtt run`), so its CPU
 //!   time is read from `/proc/<pid>/stat` without the simulator's, the driver's or the
 //!   subscriber's share.
@@ -58,9 +60,41 @@ struct Args {
     /// Wait (up to 20 minutes) until the 1-minute load is at most this before starting.
     #[arg(long, default_value_t = 1.0)]
     max_load: f64,
+    /// How the injector waits for each change's due time: `sleep` (the thread sleeps; the
+    /// kernel's timer slack makes a change up to ~60 µs late, and a late change is followed at
+    /// once by the next one, so the rate holds) or `spin` (sleeps until 2 ms before, then yields
+    /// in a loop: exact times, but at 5,000/s and more it keeps one of the machine's cores busy,
+    /// the CPU the bridge and the broker need; the figures before 2026-11-22 11:20 used it).
+    #[arg(long, value_enum, default_value_t = Pacing::Sleep)]
+    pacing: Pacing,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
+}
+
+/// How the injector waits for a change's due time (`--pacing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Pacing {
+    /// Sleep until the due time.
+    Sleep,
+    /// Sleep until 2 ms before, then yield in a loop.
+    Spin,
+}
+
+/// Waits until `due`.
+fn wait_until(due: Instant, pacing: Pacing) {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return;
+        }
+        let left = due - now;
+        match pacing {
+            Pacing::Sleep => std::thread::sleep(left),
+            Pacing::Spin if left > Duration::from_millis(2) => std::thread::sleep(left - Duration::from_millis(1)),
+            Pacing::Spin => std::thread::yield_now(),
+        }
+    }
 }
 
 /// Dimmer values carry the change's sequence number: 0.1 + seq × 1e-7 (distinct, in (0, 1)).
@@ -175,6 +209,7 @@ struct Rig {
 async fn run(args: Args) -> anyhow::Result<()> {
     println!("# bench_e2e");
     println!("machine: {}", support::machine());
+    println!("injector pacing: {:?}", args.pacing);
     println!("broker: {}", Broker::version());
     let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
     println!("1-minute load at start: {load:.2}");
@@ -226,7 +261,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     for &rate in &args.rate {
         let mut runs = Vec::new();
         for run in 0..args.runs {
-            let r = phase(&mut rig, rate, args.seconds).await?;
+            let r = phase(&mut rig, rate, args.seconds, args.pacing).await?;
             println!(
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), load {:.2}, stolen {:.1} %",
@@ -337,7 +372,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
 /// One phase: `rate` changes per second for `seconds`, then up to 10 s for the last ones to
 /// arrive.
-async fn phase(rig: &mut Rig, rate: f64, seconds: f64) -> anyhow::Result<PhaseResult> {
+async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow::Result<PhaseResult> {
     let total = (rate * seconds).round() as usize;
     let seq0 = rig.next_seq;
     rig.next_seq += total as u64;
@@ -354,18 +389,7 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64) -> anyhow::Result<PhaseRe
     let (start, end) = tokio::task::spawn_blocking(move || {
         let start = Instant::now() + Duration::from_millis(20);
         for (i, slot) in times.iter().enumerate() {
-            let due = start + Duration::from_secs_f64(i as f64 / rate);
-            loop {
-                let now = Instant::now();
-                if now >= due {
-                    break;
-                }
-                if due - now > Duration::from_millis(2) {
-                    std::thread::sleep(due - now - Duration::from_millis(1));
-                } else {
-                    std::thread::yield_now();
-                }
-            }
+            wait_until(start + Duration::from_secs_f64(i as f64 / rate), pacing);
             let (net, unit) = &targets[i % targets.len()];
             let value = encode(seq0 + i as u64);
             slot.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
