@@ -357,6 +357,11 @@ fn malformed_frames_are_errors_not_panics() {
     ] {
         assert!(parse_frame(bad).is_err(), "{:?} should be rejected", String::from_utf8_lossy(bad));
     }
+    // Bytes that are not UTF-8 anywhere in the frame (here inside a string, where the JSON
+    // reader no longer checks) are named as such, without the frame's content.
+    let err = parse_frame(b"{\"wire\":1,\"method\":\"unitChanged\",\"id\":1,\"name\":\"L\xe4mp\"}").unwrap_err();
+    assert!(matches!(err, FrameError::Utf8(_)), "{err}");
+    assert_eq!(err.to_string(), "malformed frame: not UTF-8");
 }
 
 #[test]
