@@ -53,8 +53,7 @@ impl Caps {
             }
         }
         c.switch |= is_switch(unit);
-        let kind = unit.unit_type.as_deref().unwrap_or_default();
-        c.luminaire_type = kind == "Luminaire" || kind == "Driver";
+        c.luminaire_type = luminaire_type(unit);
         if let Some(f) = fixture {
             for fc in &f.controls {
                 match &fc.control_type {
@@ -76,36 +75,11 @@ impl Caps {
         c
     }
 
-    /// `Caps::of(unit, fixture).is_light()`, stopping at the first sign of a light. A group's
-    /// JSON asks this of every member on each change of one of them, and most members answer at
-    /// their type.
+    /// `Caps::of(unit, fixture).is_light()`, answered at the unit's type when it says luminaire
+    /// or driver. A group's JSON asks this of every member on each change of one of them, and
+    /// most members answer there.
     pub fn light_of(unit: &UnitState, fixture: Option<&Fixture>) -> bool {
-        let kind = unit.unit_type.as_deref().unwrap_or_default();
-        kind == "Luminaire"
-            || kind == "Driver"
-            || unit.controls.iter().flatten().any(|c| {
-                matches!(
-                    c,
-                    Control::Dimmer(_)
-                        | Control::OnOff(_)
-                        | Control::Cct(_)
-                        | Control::Color(_)
-                        | Control::Colorsource(_)
-                )
-            })
-            || fixture.is_some_and(|f| {
-                f.is_luminaire == Some(true)
-                    || f.controls.iter().any(|fc| {
-                        matches!(
-                            fc.control_type,
-                            FixtureControlType::Dimmer
-                                | FixtureControlType::Onoff
-                                | FixtureControlType::Temperature
-                                | FixtureControlType::Rgb
-                                | FixtureControlType::Colorsource
-                        )
-                    })
-            })
+        luminaire_type(unit) || Caps::of(unit, fixture).is_light()
     }
 
     /// Whether the unit is a light (gets a `light` entity and an ON/OFF `state`).
@@ -125,6 +99,11 @@ impl Caps {
             (false, false, false) => vec!["onoff"],
         }
     }
+}
+
+/// The unit's type says luminaire or driver.
+fn luminaire_type(unit: &UnitState) -> bool {
+    matches!(unit.unit_type.as_deref(), Some("Luminaire" | "Driver"))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! second on big sites) keeps the unit's discovery config as it is instead of rendering it again:
 //! it depends only on the identity, the firmware and the capabilities.
 
-use super::render::{NetMirror, Owner, Renderer, Topics};
+use super::render::{NetMirror, Owner, Renderer};
 use super::state_text::StateText;
 use super::store::{Op, Store};
 use super::unit_json::member_reading;
@@ -127,7 +127,7 @@ pub fn status_ops(
 
 /// Gives each publication in `ops` of a topic of `old` the text it replaces, when that text is
 /// what was published there (so the publisher can tell HA about removed components).
-pub fn attach_previous(store: &Store, ops: &mut [Op], old: &Topics) {
+pub fn attach_previous(store: &Store, ops: &mut [Op], old: &[(String, String)]) {
     if old.is_empty() {
         return;
     }

@@ -310,7 +310,7 @@ impl Publisher {
                 let availability_changed = m.view.status.available() != status.available();
                 m.view.status = status;
                 if renamed {
-                    self.reslug_networks(Some(&network), &Vec::new()).await;
+                    self.reslug_networks(Some(&network), &[]).await;
                 } else {
                     let ops =
                         plan::status_ops(&self.renderer, &mut self.store, m, &mut self.text, availability_changed);
@@ -353,7 +353,7 @@ impl Publisher {
     /// Recomputes the network slugs (site-wide unique, `bridge` reserved) and re-renders every
     /// network whose slug changed, plus `force` (and the bridge info).
     /// `previous`: device configs as they were before the change (for HA's removal steps).
-    async fn reslug_networks(&mut self, force: Option<&str>, previous: &Topics) {
+    async fn reslug_networks(&mut self, force: Option<&str>, previous: &[(String, String)]) {
         let slugs = topics::assign(
             self.nets.values().map(|m| (m.view.status.id.clone(), m.view.status.name.clone())),
             &["bridge"],
@@ -381,7 +381,7 @@ impl Publisher {
 
     /// Renders every owner of a network; owners that no longer exist lose their topics. A
     /// device config among `previous` that was published is handed on as the text replaced.
-    async fn render_network(&mut self, network: &str, previous: &Topics) {
+    async fn render_network(&mut self, network: &str, previous: &[(String, String)]) {
         let Some(m) = self.nets.get(network) else { return };
         let mut ops = plan::network_ops(&self.renderer, &mut self.store, m);
         plan::attach_previous(&self.store, &mut ops, previous);

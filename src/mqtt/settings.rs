@@ -66,7 +66,8 @@ pub struct MqttSettings {
     /// Protocol version: `v5` (default) or `v3` (3.1.1).
     pub protocol: Protocol,
     /// Most unacknowledged QoS 1/2 publications (MQTT 5; the broker's Receive Maximum can lower
-    /// it). Larger is faster at the start-up of big sites and costs ~216 bytes per slot up front.
+    /// it). Each slot costs ~216 bytes up front; a larger window helps only a broker with a long
+    /// round trip.
     pub max_inflight: u16,
 }
 

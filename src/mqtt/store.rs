@@ -90,16 +90,26 @@ enum Name {
     Below(u8),
 }
 
+impl Name {
+    /// The whole topic, `base` being the closest whole name before it in the owner's list.
+    fn topic(&self, base: &str) -> String {
+        match self {
+            Name::Full(t) => t.to_string(),
+            Name::Below(level) => [base, level_at(*level)].join("/"),
+        }
+    }
+}
+
 /// The whole names of an owner's wanted topics, in order.
 fn full_names(list: &[Wanted]) -> Vec<String> {
     let mut base = "";
     list.iter()
-        .map(|w| match &w.name {
-            Name::Full(t) => {
+        .map(|w| {
+            let topic = w.name.topic(base);
+            if let Name::Full(t) = &w.name {
                 base = t;
-                t.to_string()
             }
-            Name::Below(level) => [base, level_at(*level)].join("/"),
+            topic
         })
         .collect()
 }
@@ -136,8 +146,6 @@ pub struct Store {
     /// What is known of each topic that is wanted or published, by the topic's fingerprint. One
     /// map for both: on a big site it holds 400,000 topics, and one entry costs less than two.
     topics: HashMap<u64, TopicState>,
-    /// How many topics are wanted (entries of `topics` with `wanted > 0`).
-    wanted_count: usize,
     /// Names of published topics that nobody wants any more, until their clear reaches the
     /// client (while disconnected, the next connection's resync clears them).
     orphans: HashMap<u64, Box<str>>,
@@ -235,25 +243,22 @@ impl Store {
 
     /// One owner more wants the topic with fingerprint `key`.
     fn want(&mut self, key: u64) {
-        let t = self.topics.entry(key).or_default();
-        if t.wanted == 0 {
-            self.wanted_count += 1;
-        }
-        t.wanted += 1;
+        self.topics.entry(key).or_default().wanted += 1;
     }
 
     /// One owner less wants the topic with fingerprint `key`.
     fn unwant(&mut self, key: u64) {
-        if let Some(t) = self.topics.get_mut(&key)
-            && t.wanted > 0
-        {
-            t.wanted -= 1;
-            if t.wanted == 0 {
-                self.wanted_count -= 1;
-                if t.published == 0 {
-                    self.topics.remove(&key);
-                }
-            }
+        if let Some(t) = self.topics.get_mut(&key) {
+            t.wanted = t.wanted.saturating_sub(1);
+        }
+        self.prune(key);
+    }
+
+    /// Forgets the topic with fingerprint `key` once nobody wants it and nothing is published
+    /// there.
+    fn prune(&mut self, key: u64) {
+        if self.topics.get(&key).is_some_and(|t| t.wanted == 0 && t.published == 0) {
+            self.topics.remove(&key);
         }
     }
 
@@ -301,11 +306,7 @@ impl Store {
         let (_, payload) = parts.next()?;
         note_state(&self.topics, state_print, || state_topic.to_string(), payload, &mut ops);
         for (Wanted { name, payload: print }, (_, payload)) in rest.iter_mut().zip(parts) {
-            let topic = || match name {
-                Name::Full(t) => t.to_string(),
-                Name::Below(level) => [&**state_topic, level_at(*level)].join("/"),
-            };
-            note_state(&self.topics, print, topic, payload, &mut ops);
+            note_state(&self.topics, print, || name.topic(state_topic), payload, &mut ops);
         }
         Some(ops)
     }
@@ -351,10 +352,8 @@ impl Store {
             Receipt::Cleared { key, topic } => {
                 if let Some(t) = self.topics.get_mut(&key) {
                     t.published = 0;
-                    if t.wanted == 0 {
-                        self.topics.remove(&key);
-                    }
                 }
+                self.prune(key);
                 self.orphans.remove(&key);
                 self.cleared.insert(key, topic);
             }
@@ -394,14 +393,14 @@ impl Store {
         self.published(fingerprint(topic)) == Some(fingerprint(text))
     }
 
-    /// How many topics are wanted (for logs and tests).
+    /// How many topics are wanted (for tests: it walks the whole map).
     pub fn len(&self) -> usize {
-        self.wanted_count
+        self.topics.values().filter(|t| t.wanted > 0).count()
     }
 
     /// Whether no topic is wanted.
     pub fn is_empty(&self) -> bool {
-        self.wanted_count == 0
+        self.topics.values().all(|t| t.wanted == 0)
     }
 }
 
