@@ -59,6 +59,7 @@ fn unknown_keys_are_named_with_the_valid_ones() {
 fn wrong_types_name_the_key_the_expectation_and_the_value() {
     assert_eq!(with("mqtt:\n  qos: high\n"), "mqtt.qos: expected an integer 0..2, got \"high\"");
     assert_eq!(with("mqtt:\n  qos: 300\n"), "mqtt.qos: expected an integer 0..2, got 300");
+    assert_eq!(with("mqtt:\n  snapshot_qos: one\n"), "mqtt.snapshot_qos: expected an integer 0..2, got \"one\"");
     assert_eq!(with("mqtt:\n  max_inflight: 70000\n"), "mqtt.max_inflight: expected an integer 1..65535, got 70000");
     assert_eq!(with("homeassistant:\n  enabled: yes\n"), "homeassistant.enabled: expected true or false, got \"yes\"");
     assert_eq!(
@@ -124,6 +125,7 @@ fn urls_must_have_the_right_scheme() {
 #[test]
 fn limits_must_be_usable() {
     assert_eq!(with("mqtt:\n  qos: 3\n"), "mqtt.qos: must be 0, 1 or 2, got 3");
+    assert_eq!(with("mqtt:\n  snapshot_qos: 3\n"), "mqtt.snapshot_qos: must be 0, 1 or 2, got 3");
     assert_eq!(with("mqtt:\n  max_inflight: 0\n"), "mqtt.max_inflight: must be 1..65535, got 0");
     assert_eq!(
         problem(&format!("cloud:\n  api_key: k\n  max_requests_per_minute: 0\n{NETWORKS}"), &[]),

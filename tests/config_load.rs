@@ -44,6 +44,7 @@ fn assert_defaults(c: &Config) {
     assert_eq!(c.mqtt.client_id, "casambi2mqtt");
     assert_eq!(c.mqtt.base_topic, "casambi");
     assert_eq!(c.mqtt.qos, 1);
+    assert_eq!(c.mqtt.snapshot_qos, 0);
     assert_eq!(c.mqtt.protocol, Protocol::V5);
     assert_eq!(c.mqtt.max_inflight, 8192);
     assert!(c.homeassistant.enabled);

@@ -85,6 +85,49 @@ async fn identical_state_is_not_republished_and_changes_are_minimal() {
     bridge.stop().await;
 }
 
+/// Whole-network snapshots go at `mqtt.snapshot_qos`, changes at `mqtt.qos`: a QoS 1 subscriber
+/// that is there before the bridge starts gets the demo site's topics at the snapshot's QoS and a
+/// unit's change at QoS 1; with `snapshot_qos: 1` it gets both at 1. Both protocol versions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_go_at_snapshot_qos_and_changes_at_qos() {
+    for (snapshot_qos, protocol) in [(0u8, Protocol::V5), (0, Protocol::V311), (1, Protocol::V5)] {
+        let broker = Mosquitto::start();
+        let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+        let mut w = Watcher::start(broker.port(), "#").await;
+        let mut c = config(&broker.url(), DiscoveryMode::Device, protocol);
+        c.mqtt.snapshot_qos = snapshot_qos;
+        let bridge = start_bridge(c);
+        for id in demo_network_ids(&sim) {
+            let view = view_of(&sim, &id);
+            bridge.updates.send(network_update(&view, Topology::default())).await.unwrap();
+        }
+        w.wait_for(Duration::from_secs(15), |s| s.topic == "casambi/home/scene/night-light").await;
+        w.settle(Duration::from_millis(500), Duration::from_secs(5)).await;
+        let site: Vec<&Seen> = w
+            .seen
+            .iter()
+            .filter(|s| s.topic.starts_with("casambi/home/") || s.topic.starts_with("homeassistant/device/"))
+            .collect();
+        assert!(site.len() > 20, "the snapshot arrived: {} messages", site.len());
+        let off: Vec<_> = site.iter().filter(|s| s.qos != snapshot_qos).map(|s| (&s.topic, s.qos)).collect();
+        assert!(
+            off.is_empty(),
+            "snapshot_qos {snapshot_qos} over {protocol:?}: {} of {} at another QoS, first {:?}",
+            off.len(),
+            site.len(),
+            &off[..off.len().min(4)]
+        );
+
+        let home = demo_network_ids(&sim)[0].clone();
+        sim.shared().world().control_unit(&home, 1, &serde_json::json!({"Dimmer": {"value": 0.3}})).unwrap();
+        let unit = view_of(&sim, &home).units[&1].clone();
+        bridge.updates.send(Update::Unit { network: home.as_str().into(), unit }).await.unwrap();
+        let change = w.wait_for(Duration::from_secs(5), |s| s.topic == "casambi/home/unit/kitchen-ceiling").await;
+        assert_eq!(change.qos, 1, "a change goes at mqtt.qos over {protocol:?}");
+        bridge.stop().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_and_problems_are_not_retained() {
     let (broker, sim, bridge, _) = demo(DiscoveryMode::Device, Protocol::V5).await;

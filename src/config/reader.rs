@@ -185,7 +185,7 @@ fn hint(key: &str) -> Option<&'static str> {
         }
     }
     Some(match normal.as_str() {
-        "mqtt.qos" => "an integer 0..2",
+        "mqtt.qos" | "mqtt.snapshot_qos" => "an integer 0..2",
         "cloud.max_requests_per_minute" | "cloud.max_concurrent_requests" => "a positive integer",
         "homeassistant.discovery" => "device or component",
         "mqtt.protocol" => "v5 or v3",

@@ -373,10 +373,22 @@ impl Client {
         payload: impl Into<String>,
         retain: bool,
     ) -> Result<(), ClientError> {
+        self.publish_at(topic, payload, retain, self.qos).await
+    }
+
+    /// [`Client::publish`] at `qos` (0, 1 or 2; more is taken as 2) instead of the configured
+    /// QoS: whole-network snapshots go at `mqtt.snapshot_qos`.
+    pub async fn publish_at(
+        &self,
+        topic: impl Into<String>,
+        payload: impl Into<String>,
+        retain: bool,
+        qos: u8,
+    ) -> Result<(), ClientError> {
         let (topic, payload) = (topic.into(), payload.into().into_bytes());
         let ok = match &self.inner {
-            Inner::V3(c) => c.publish(topic, qos3(self.qos), retain, payload).await.is_ok(),
-            Inner::V5(c) => c.publish(topic, qos5(self.qos), retain, payload).await.is_ok(),
+            Inner::V3(c) => c.publish(topic, qos3(qos), retain, payload).await.is_ok(),
+            Inner::V5(c) => c.publish(topic, qos5(qos), retain, payload).await.is_ok(),
         };
         if ok {
             crate::health::metrics::metrics().messages_published.inc();

@@ -216,7 +216,7 @@ impl Publisher {
             tracing::warn!("could not subscribe to the Home Assistant status topic");
         }
         let ops = self.store.resync();
-        self.send(ops).await;
+        self.send(ops, Batch::Snapshot).await;
         self.republish().await;
         self.judge_candidates().await;
         while let Some(error) = self.held_errors.pop_front() {
@@ -230,12 +230,12 @@ impl Publisher {
     /// once.
     async fn republish(&mut self) {
         let bridge = self.renderer.bridge(&self.info());
-        self.send(publications(bridge)).await;
+        self.send(publications(bridge), Batch::Snapshot).await;
         let ids: Vec<String> = self.nets.keys().cloned().collect();
         for id in ids {
             let Some(m) = self.nets.get(&id) else { continue };
             let topics = m.owners().iter().flat_map(|o| self.renderer.owner(m, o)).collect();
-            self.send(publications(topics)).await;
+            self.send(publications(topics), Batch::Snapshot).await;
         }
     }
 
@@ -314,7 +314,7 @@ impl Publisher {
                 } else {
                     let ops =
                         plan::status_ops(&self.renderer, &mut self.store, m, &mut self.text, availability_changed);
-                    self.send(ops).await;
+                    self.send(ops, Batch::Change).await;
                     self.render_bridge().await;
                 }
             }
@@ -324,7 +324,7 @@ impl Publisher {
                     return;
                 };
                 let ops = plan::unit_ops(&self.renderer, &mut self.store, m, &mut self.text, unit);
-                self.send(ops).await;
+                self.send(ops, Batch::Change).await;
             }
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
             Update::Problem { network, message } => {
@@ -376,7 +376,7 @@ impl Publisher {
     async fn render_bridge(&mut self) {
         let topics = self.renderer.bridge(&self.info());
         let ops = self.store.set(Owner::Bridge, topics);
-        self.send(ops).await;
+        self.send(ops, Batch::Change).await;
     }
 
     /// Renders every owner of a network; owners that no longer exist lose their topics. A
@@ -385,7 +385,7 @@ impl Publisher {
         let Some(m) = self.nets.get(network) else { return };
         let mut ops = plan::network_ops(&self.renderer, &mut self.store, m);
         plan::attach_previous(&self.store, &mut ops, previous);
-        self.send(ops).await;
+        self.send(ops, Batch::Snapshot).await;
     }
 
     /// The device discovery configs of `m`'s network and units (empty unless discovery is per
@@ -439,10 +439,11 @@ impl Publisher {
 
     /// Sends `ops` when connected; while disconnected they are dropped (the store keeps the
     /// wanted state and the next connection republishes it).
-    async fn send(&mut self, ops: Vec<Op>) {
+    async fn send(&mut self, ops: Vec<Op>, batch: Batch) {
         if !self.connected {
             return;
         }
+        let qos = self.qos_of(batch);
         let device_prefix = self.device_prefix();
         for op in ops {
             // The op's strings move into the client; the store keeps their fingerprints.
@@ -455,11 +456,11 @@ impl Publisher {
                         && topic.starts_with(prefix.as_str())
                         && let Some(step) = discovery::removal_step(prev, &payload)
                     {
-                        let _ = self.client.publish(topic.clone(), step, true).await;
+                        let _ = self.client.publish_at(topic.clone(), step, true, qos).await;
                     }
-                    self.client.publish(topic, payload, true).await
+                    self.client.publish_at(topic, payload, true, qos).await
                 }
-                Op::Clear { topic } => self.client.publish(topic, "", true).await,
+                Op::Clear { topic } => self.client.publish_at(topic, "", true, qos).await,
             };
             if sent.is_err() {
                 tracing::debug!("publish not sent: the MQTT client has stopped");
@@ -506,11 +507,31 @@ impl Publisher {
         if !stale.is_empty() {
             tracing::info!(count = stale.len(), "clearing retained topics left by an earlier run");
         }
+        let qos = self.qos_of(Batch::Snapshot);
         for topic in stale {
             tracing::debug!(%topic, "clearing stale retained topic");
-            let _ = self.client.publish(topic, "", true).await;
+            let _ = self.client.publish_at(topic, "", true, qos).await;
         }
     }
+
+    /// The QoS `batch` is published at.
+    fn qos_of(&self, batch: Batch) -> u8 {
+        match batch {
+            Batch::Change => self.config.mqtt.qos,
+            Batch::Snapshot => self.config.mqtt.snapshot_qos,
+        }
+    }
+}
+
+/// What a batch of operations is, which decides its QoS.
+#[derive(Debug, Clone, Copy)]
+enum Batch {
+    /// A change seen on the cloud (a unit, a network's status, the bridge's info): `mqtt.qos`,
+    /// so subscribers that rely on QoS 1 or 2 for changes get them so.
+    Change,
+    /// Every topic of a network or of the whole site, sent again (start-up, reconnection, Home
+    /// Assistant's birth, a network reloaded): `mqtt.snapshot_qos`.
+    Snapshot,
 }
 
 /// Publications of every topic in `topics`.

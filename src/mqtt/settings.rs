@@ -63,6 +63,13 @@ pub struct MqttSettings {
     pub base_topic: String,
     /// QoS of publications and subscriptions (0, 1 or 2).
     pub qos: u8,
+    /// QoS of whole-network snapshots: everything published at start-up, after a reconnection
+    /// or Home Assistant's birth, and when a network is reloaded (0, 1 or 2; default 0). The
+    /// store never waits for acknowledgements and every connection sends the snapshot again, so
+    /// QoS 1 buys nothing on the way to the broker; it costs half of the bridge's and the
+    /// broker's CPU at a big site's start-up (acknowledgements read and written one by one).
+    /// Changes keep `qos`.
+    pub snapshot_qos: u8,
     /// Protocol version: `v5` (default) or `v3` (3.1.1).
     pub protocol: Protocol,
     /// Most unacknowledged QoS 1/2 publications (MQTT 5; the broker's Receive Maximum can lower
@@ -82,6 +89,7 @@ impl Default for MqttSettings {
             client_id: "casambi2mqtt".into(),
             base_topic: "casambi".into(),
             qos: 1,
+            snapshot_qos: 0,
             protocol: Protocol::V5,
             max_inflight: crate::mqtt::client::PUBLISHING_INFLIGHT,
         }
@@ -193,8 +201,10 @@ impl Config {
                 format!("no host or a bad port in {:?}", crate::mqtt::client::redact_url(&m.url)),
             );
         }
-        if m.qos > 2 {
-            return invalid("mqtt.qos", format!("must be 0, 1 or 2, got {}", m.qos));
+        for (key, qos) in [("mqtt.qos", m.qos), ("mqtt.snapshot_qos", m.snapshot_qos)] {
+            if qos > 2 {
+                return invalid(key, format!("must be 0, 1 or 2, got {qos}"));
+            }
         }
         if m.max_inflight == 0 {
             return invalid("mqtt.max_inflight", "must be 1..65535, got 0".into());

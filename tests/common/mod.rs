@@ -367,6 +367,9 @@ pub struct Seen {
     pub topic: String,
     pub payload: String,
     pub retain: bool,
+    /// The QoS it was delivered at (the watcher subscribes at QoS 1, so the lower of 1 and the
+    /// publisher's).
+    pub qos: u8,
 }
 
 /// A subscriber recording everything it receives.
@@ -407,6 +410,7 @@ impl Watcher {
                             topic: p.topic.clone(),
                             payload: String::from_utf8_lossy(&p.payload).into_owned(),
                             retain: p.retain,
+                            qos: p.qos as u8,
                         };
                         if tx.send(seen).is_err() {
                             break;
