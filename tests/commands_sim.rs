@@ -67,7 +67,7 @@ async fn rig() -> Rig {
                     s.units = view.units.clone();
                 }
                 Update::Status { network, status } if &*network == HOME => {
-                    s.status.insert(network.to_string(), status);
+                    s.status.insert(network.to_string(), *status);
                 }
                 Update::Unit { network, unit } if &*network == HOME => {
                     s.units.insert(unit.id, unit);

@@ -397,7 +397,7 @@ impl Supervisor {
         }
         if first || !topology.is_empty() || revision_changed || fixtures_missing {
             let view = Arc::new(run.view.clone());
-            self.send(Update::Network { view, topology }).await;
+            self.send(Update::Network { view, topology: Box::new(topology) }).await;
             return;
         }
         if run.view.status != before_status {
@@ -461,7 +461,7 @@ impl Supervisor {
     }
 
     async fn send_status(&self, run: &Run) {
-        self.send(Update::Status { network: self.id.clone(), status: run.view.status.clone() }).await;
+        self.send(Update::Status { network: self.id.clone(), status: Box::new(run.view.status.clone()) }).await;
     }
 
     async fn problem(&self, message: String) {

@@ -18,15 +18,17 @@ pub enum Update {
     Network {
         /// The network's full view.
         view: Arc<NetworkView>,
-        /// What changed against the previous full view (empty for the first one).
-        topology: Topology,
+        /// What changed against the previous full view (empty for the first one). Boxed, like
+        /// `Status::status`: the queues between core and publisher hold 8,192 updates, and an
+        /// update is as large as its largest variant (232 bytes with these inline, 64 at most boxed).
+        topology: Box<Topology>,
     },
     /// Network-level fields changed (dim level, active scenes, gateway, connection, name).
     Status {
         /// Network id.
         network: Arc<str>,
         /// The new fields.
-        status: NetworkStatus,
+        status: Box<NetworkStatus>,
     },
     /// A unit's state changed.
     Unit {
@@ -64,4 +66,15 @@ pub enum Update {
         /// Why it was refused.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Update;
+
+    #[test]
+    fn an_update_stays_small() {
+        // Each of the two queues between core and publisher holds up to 4,096 of them.
+        assert!(std::mem::size_of::<Update>() <= 64, "Update is {} bytes", std::mem::size_of::<Update>());
+    }
 }

@@ -308,7 +308,7 @@ impl Publisher {
                 };
                 let renamed = m.view.status.name != status.name;
                 let availability_changed = m.view.status.available() != status.available();
-                m.view.status = status;
+                m.view.status = *status;
                 if renamed {
                     self.reslug_networks(Some(&network), &[]).await;
                 } else {

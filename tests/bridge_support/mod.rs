@@ -114,12 +114,12 @@ async fn consume(mut rx: mpsc::Receiver<Update>, mirror: Arc<Mutex<Mirror>>) {
                 m.status.insert(id.clone(), view.status.clone());
                 m.units.insert(id.clone(), view.units.clone());
                 if !topology.is_empty() {
-                    m.topologies.push((id, topology));
+                    m.topologies.push((id, *topology));
                 }
             }
             Update::Status { network, status } => {
                 m.note_connection(&network, &status);
-                m.status.insert(network.to_string(), status);
+                m.status.insert(network.to_string(), *status);
             }
             Update::Unit { network, unit } => {
                 m.units.entry(network.to_string()).or_default().insert(unit.id, unit);

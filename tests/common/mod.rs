@@ -304,7 +304,7 @@ pub fn view_of(sim: &Simulator, network: &str) -> NetworkView {
 
 /// The `Update::Network` of a view.
 pub fn network_update(view: &NetworkView, topology: Topology) -> Update {
-    Update::Network { view: Arc::new(view.clone()), topology }
+    Update::Network { view: Arc::new(view.clone()), topology: Box::new(topology) }
 }
 
 // ---------------------------------------------------------------------------------------------
