@@ -71,87 +71,70 @@ impl Receipt {
     }
 }
 
-/// Bits 48..56 of a [`Wants`] slot: the level of the topic below the closest whole name before
-/// it ([`level_index`]), or `WHOLE`: the topic is the owner's next whole name.
-const WHOLE: u64 = 0xFF;
-const LEVEL_SHIFT: u32 = PRINT_BITS;
-
-/// A [`Wants`] slot of a topic whose payload has `print` and whose name is `level`.
-fn slot(print: u64, level: u64) -> u64 {
-    (level << LEVEL_SHIFT) | (print & PRINT_MASK)
+/// A wanted topic: its name and its payload's print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Wanted {
+    name: Name,
+    payload: u64,
 }
 
-/// The payload print of a [`Wants`] slot.
-fn slot_print(slot: u64) -> u64 {
-    slot & PRINT_MASK
+/// A wanted topic's name. Most topics are attribute topics one level below their owner's state
+/// topic (`…/unit/lamp/brightness`): those are kept as the number of that level alone
+/// ([`level_index`]) instead of a heap copy of the whole name — 13 of a unit's 16 topics. A name
+/// is 16 bytes either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Name {
+    /// The whole topic.
+    Full(Box<str>),
+    /// A level below the closest [`Name::Full`] before it in the owner's list.
+    Below(u8),
 }
 
-/// The level (or `WHOLE`) of a [`Wants`] slot.
-fn slot_level(slot: u64) -> u64 {
-    (slot >> LEVEL_SHIFT) & 0xFF
-}
-
-/// The attribute level `level` (not `WHOLE`) by its name.
-fn level_name(level: u64) -> &'static str {
-    u8::try_from(level).map_or("", level_at)
-}
-
-/// What an owner wants, in publishing order: one word per topic (a slot: its payload's print,
-/// and where its name is) and the whole names apart, in one string. Most topics are attribute
-/// topics one level below their owner's state topic (`…/unit/lamp/brightness`), 13 of a unit's
-/// 16: their slot holds the number of that level ([`level_index`]) and they keep no name at all.
-/// A topic costs 8 bytes instead of 24 (a 16-byte name and a print), and an owner's names one
-/// block instead of one each (400,000 topics on a big site).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Wants {
-    /// The whole names in order, each ended by a NUL (no MQTT topic contains one).
-    names: Box<str>,
-    /// One slot per topic.
-    slots: Box<[u64]>,
-}
-
-impl Wants {
-    /// `topics` as an owner's wants, levels below the previous whole name kept as a number.
-    fn compact(topics: &[(String, String)]) -> Wants {
-        let mut names = String::new();
-        let mut slots = Vec::with_capacity(topics.len());
-        let mut base: Option<&str> = None;
-        for (topic, payload) in topics {
-            let below = base
-                .and_then(|b| topic.strip_prefix(b)?.strip_prefix('/'))
-                .and_then(level_index)
-                .map(u64::from)
-                .filter(|level| *level != WHOLE);
-            let level = below.unwrap_or_else(|| {
-                names.push_str(topic);
-                names.push('\0');
-                base = Some(topic);
-                WHOLE
-            });
-            slots.push(slot(payload_print(payload), level));
+impl Name {
+    /// The whole topic, `base` being the closest whole name before it in the owner's list.
+    fn topic(&self, base: &str) -> String {
+        match self {
+            Name::Full(t) => t.to_string(),
+            Name::Below(level) => [base, level_at(*level)].join("/"),
         }
-        Wants { names: names.into_boxed_str(), slots: slots.into_boxed_slice() }
     }
+}
 
-    /// Every topic's whole name, in order.
-    fn full_names(&self) -> Vec<String> {
-        let mut names = self.names.split('\0');
-        let mut base = "";
-        self.slots
-            .iter()
-            .map(|s| match slot_level(*s) {
-                WHOLE => {
-                    base = names.next().unwrap_or_default();
-                    base.to_string()
-                }
-                level => [base, level_name(level)].join("/"),
+/// The whole names of an owner's wanted topics, in order.
+fn full_names(list: &[Wanted]) -> Vec<String> {
+    let mut base = "";
+    list.iter()
+        .map(|w| {
+            let topic = w.name.topic(base);
+            if let Name::Full(t) = &w.name {
+                base = t;
+            }
+            topic
+        })
+        .collect()
+}
+
+/// `topics` as an owner's wanted list, levels below the previous whole name kept short.
+fn compact(topics: &[(String, String)]) -> Vec<Wanted> {
+    let mut list: Vec<Wanted> = Vec::with_capacity(topics.len());
+    let mut base: Option<usize> = None;
+    for (topic, payload) in topics {
+        let below = base
+            .and_then(|i| match &list[i].name {
+                Name::Full(b) => topic.strip_prefix(&**b)?.strip_prefix('/'),
+                Name::Below(_) => None,
             })
-            .collect()
+            .and_then(level_index);
+        let name = match below {
+            Some(level) => Name::Below(level),
+            None => {
+                base = Some(list.len());
+                Name::Full(topic.as_str().into())
+            }
+        };
+        list.push(Wanted { name, payload: payload_print(payload) });
     }
-
-    fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
+    list
 }
 
 /// Desired and published retained topics.
@@ -159,7 +142,8 @@ impl Wants {
 pub struct Store {
     /// What each owner wants, in publishing order. A hash map: owners of one network share their
     /// network id, so an ordered map compared that whole id on every step of every lookup.
-    desired: HashMap<Owner, Wants>,
+    /// Boxed slices: a list never grows in place, and a slice is a word shorter than a `Vec`.
+    desired: HashMap<Owner, Box<[Wanted]>>,
     /// What is known of each topic that is wanted or published, by the topic's fingerprint. One
     /// map for both: on a big site it holds 400,000 topics, and one entry costs less than two.
     topics: HashMap<u64, TopicState>,
@@ -249,7 +233,7 @@ impl Store {
     /// Sets what `owner` wants and returns the operations that bring the broker there: changed
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
     pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
-        let old = self.desired.remove(&owner).map(|w| w.full_names()).unwrap_or_default();
+        let old = self.desired.remove(&owner).map(|list| full_names(&list)).unwrap_or_default();
         // The common case (a state change) keeps the owner's topics: the counts then stay as
         // they are and nothing can become unwanted.
         let same_topics = old.len() == topics.len() && old.iter().zip(&topics).all(|(a, b)| *a == b.0);
@@ -258,15 +242,15 @@ impl Store {
                 self.unwant(fingerprint(topic));
             }
         }
-        let new = Wants::compact(&topics);
+        let new = compact(&topics);
         let mut ops = Vec::new();
-        for ((topic, payload), slot) in topics.into_iter().zip(new.slots.iter()) {
+        for ((topic, payload), wanted) in topics.into_iter().zip(&new) {
             let key = fingerprint(&topic);
             if !same_topics {
                 self.want(key);
                 self.orphans.remove(&key);
             }
-            if self.published(key) != Some(slot_print(*slot)) {
+            if self.published(key) != Some(wanted.payload) {
                 ops.push(Op::Publish { topic, payload, previous: None });
             }
         }
@@ -280,7 +264,7 @@ impl Store {
             }
         }
         if !new.is_empty() {
-            self.desired.insert(owner, new);
+            self.desired.insert(owner, new.into_boxed_slice());
         }
         ops
     }
@@ -329,42 +313,29 @@ impl Store {
         text: &StateText,
         is_state_topic: impl Fn(&str) -> bool,
     ) -> Option<Vec<Op>> {
-        let Wants { names, slots } = self.desired.get_mut(owner)?;
-        let start = slots.len().checked_sub(text.len())?;
-        let (head, tail) = slots.split_at_mut(start);
-        // The whole names of the tail: the state topic first, then those of the leaves that are
-        // not kept as a level.
-        let before = head.iter().filter(|s| slot_level(**s) == WHOLE).count();
-        let whole = names.split('\0').skip(before);
-        if slot_level(*tail.first()?) != WHOLE {
-            return None;
-        }
-        let state_topic = whole.clone().next()?;
-        // The state topic in full, then the same levels below it: a level must be one below the
-        // state topic itself, not below another whole name of the tail.
-        let mut check = whole.clone();
-        let mut base = "";
+        let current = self.desired.get_mut(owner)?;
+        let start = current.len().checked_sub(text.len())?;
+        let slots = &mut current[start..];
+        // The state topic in full, then the same levels below it.
+        let Name::Full(state_topic) = &slots.first()?.name else { return None };
         let same_names = is_state_topic(state_topic)
-            && tail.iter().zip(text.parts()).all(|(s, (leaf, _))| match (slot_level(*s), leaf) {
-                (WHOLE, leaf) => {
-                    base = check.next().unwrap_or_default();
-                    is_leaf_of(base, state_topic, leaf)
-                }
-                (level, Leaf::Below(key)) => base == state_topic && level_name(level) == key,
-                (_, Leaf::State) => false,
+            && slots.iter().zip(text.parts()).all(|(w, (leaf, _))| match (&w.name, leaf) {
+                (Name::Full(t), leaf) => is_leaf_of(t, state_topic, leaf),
+                (Name::Below(level), Leaf::Below(key)) => level_at(*level) == key,
+                (Name::Below(_), Leaf::State) => false,
             });
         if !same_names {
             return None;
         }
-        let mut whole = whole;
+        let (Wanted { name: Name::Full(state_topic), payload: state_print }, rest) = slots.split_first_mut()? else {
+            return None;
+        };
+        let mut parts = text.parts();
         let mut ops = Vec::new();
-        for (s, (_, payload)) in tail.iter_mut().zip(text.parts()) {
-            let level = slot_level(*s);
-            let name = if level == WHOLE { whole.next().unwrap_or_default() } else { state_topic };
-            let mut print = slot_print(*s);
-            let topic = || if level == WHOLE { name.to_string() } else { [name, level_name(level)].join("/") };
-            note_state(&self.topics, &mut print, topic, payload, &mut ops);
-            *s = slot(print, level);
+        let (_, payload) = parts.next()?;
+        note_state(&self.topics, state_print, || state_topic.to_string(), payload, &mut ops);
+        for (Wanted { name, payload: print }, (_, payload)) in rest.iter_mut().zip(parts) {
+            note_state(&self.topics, print, || name.topic(state_topic), payload, &mut ops);
         }
         Some(ops)
     }
@@ -376,19 +347,18 @@ impl Store {
 
     /// Whether `owner` wants exactly `topics` (names, order and payloads).
     pub fn wants(&self, owner: &Owner, topics: &[(String, String)]) -> bool {
-        let Some(current) = self.desired.get(owner) else { return topics.is_empty() };
-        current.slots.len() == topics.len()
-            && current
-                .full_names()
+        let current = self.desired.get(owner).map_or(&[][..], |list| &list[..]);
+        current.len() == topics.len()
+            && full_names(current)
                 .iter()
-                .zip(current.slots.iter())
+                .zip(current)
                 .zip(topics)
-                .all(|((n, s), (t, p))| n == t && slot_print(*s) == payload_print(p))
+                .all(|((n, w), (t, p))| n == t && w.payload == payload_print(p))
     }
 
     /// The names of the topics `owner` wants, in publishing order.
     pub fn topics_of(&self, owner: &Owner) -> Vec<String> {
-        self.desired.get(owner).map_or_else(Vec::new, Wants::full_names)
+        self.desired.get(owner).map_or_else(Vec::new, |list| full_names(list))
     }
 
     /// The owners of one network's topics.
@@ -651,12 +621,12 @@ mod tests {
         ]);
         let ops = s.set(o.clone(), topics.clone());
         apply(&mut s, &ops);
-        let w = &s.desired[&o];
-        let levels: Vec<u64> = w.slots.iter().map(|s| slot_level(*s)).collect();
-        let level = |name| u64::from(level_index(name).unwrap());
-        assert_eq!(levels, [WHOLE, WHOLE, level("state"), level("availability"), WHOLE]);
-        assert_eq!(&*w.names, "ha/device/x/config\0b/n/unit/lamp\0b/n/unit/lamp/unknown-level\0");
+        let list = &s.desired[&o];
+        assert_eq!(list[2].name, Name::Below(level_index("state").unwrap()));
+        assert_eq!(list[3].name, Name::Below(level_index("availability").unwrap()));
+        assert_eq!(std::mem::size_of::<Wanted>(), 24, "a wanted topic stays three words");
         assert_eq!(std::mem::size_of::<(u64, TopicState)>(), 16, "a topic's map entry stays two words");
+        assert_eq!(list[4].name, Name::Full("b/n/unit/lamp/unknown-level".into()));
         assert_eq!(s.topics_of(&o), topics.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>());
         assert!(s.wants(&o, &topics));
         // The fast path publishes the whole name.
