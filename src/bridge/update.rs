@@ -20,7 +20,8 @@ pub enum Update {
         view: Arc<NetworkView>,
         /// What changed against the previous full view (empty for the first one). Boxed, like
         /// `Status::status`: the queues between core and publisher hold 8,192 updates, and an
-        /// update is as large as its largest variant (232 bytes with these inline, 64 at most boxed).
+        /// update is as large as its largest variant (232 bytes with these inline, at most 64
+        /// boxed).
         topology: Box<Topology>,
     },
     /// Network-level fields changed (dim level, active scenes, gateway, connection, name).

@@ -446,7 +446,8 @@ impl Publisher {
         let qos = self.qos_of(batch);
         let device_prefix = self.device_prefix();
         for op in ops {
-            // The op's strings move into the client; the store keeps their fingerprints.
+            // The op's strings move into the client; the store keeps the topic's fingerprint and
+            // the payload's print.
             let receipt = Receipt::of(&op);
             let sent = match op {
                 Op::Publish { topic, payload, previous } => {

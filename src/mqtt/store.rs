@@ -5,10 +5,10 @@
 //! message. A topic is cleared (empty retained payload) when no owner wants it any more — this is
 //! how a removed or renamed unit, group or scene loses every topic it had, not only its discovery.
 //!
-//! The store keeps names, 64-bit topic fingerprints and 48-bit payload prints, never payloads: on a site of 25,000 units the
-//! payloads are ~50 MB (most of it discovery configs) and the bridge's mirror can render any of
-//! them again in microseconds. Topic names are kept once, in the wanted lists; the other maps are
-//! keyed by the topic's fingerprint. What needs a payload again — a republication after a
+//! The store keeps names, 64-bit topic fingerprints and 48-bit payload prints, never payloads:
+//! on a site of 25,000 units the payloads are ~50 MB (most of it discovery configs) and the
+//! bridge's mirror can render any of them again in microseconds. Topic names are kept once, in
+//! the wanted lists; the other maps are keyed by the topic's fingerprint. What needs a payload again — a republication after a
 //! reconnection or Home Assistant's birth, the text of a previous discovery config — renders it
 //! from the mirror ([`super::plan`], [`super::publisher`]).
 
@@ -159,8 +159,8 @@ pub struct Store {
 
 /// One topic's bookkeeping in [`Store::topics`], in one word so that a map entry is 16 bytes
 /// instead of 24 (a big site has 400,000 of them: 4 MB less):
-/// - the low [`PRINT_BITS`] bits: the [`payload_print`] of what this process last published there since
-///   the last connection, 0 when nothing was (no print is 0);
+/// - the low [`PRINT_BITS`] bits: the [`payload_print`] of what this process last published
+///   there since the last connection, 0 when nothing was (no print is 0);
 /// - the high bits: how many owners want the topic. Usually one; a count lets a topic taken over
 ///   by another owner survive the removal of its first owner. Owners of one topic share its
 ///   name, so the count never comes near the 65,535 it can hold (it saturates there).
