@@ -14,5 +14,6 @@ pub mod color;
 pub mod commands;
 pub mod config;
 pub mod health;
+pub mod json_object;
 pub mod mqtt;
 pub mod sim;

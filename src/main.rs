@@ -72,6 +72,12 @@ struct SimArgs {
     print_site: bool,
 }
 
+/// mimalloc instead of the system allocator: an event allocates a dozen small strings and frees
+/// the unit version it replaces, and glibc's malloc was a tenth of an event's instructions and a
+/// third of the start-up's CPU more than mimalloc's (BENCHMARKS.md, "Allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Command::Run(cli::ConfigArgs::default()));

@@ -12,9 +12,11 @@ use casambi2mqtt::cloud::model::{
     parse_frame,
 };
 use casambi2mqtt::mqtt::DiscoveryMode;
+use casambi2mqtt::mqtt::caps::Caps;
 use casambi2mqtt::mqtt::discovery::Discovery;
 use casambi2mqtt::mqtt::render::{NetMirror, Renderer};
 use casambi2mqtt::mqtt::topics::Layout;
+use casambi2mqtt::mqtt::unit_json::UnitJson;
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use serde_json::{Map, Value, json};
@@ -203,6 +205,7 @@ fn parse_everything(bytes: &[u8]) {
             let mut view = NetworkView::new("n");
             view.apply_unit(unit.clone(), true);
             render_all(&view);
+            direct_json_is_serdes(unit);
             // What was parsed parses again to the same thing (controls up to `3.0` → `3`).
             let again = parse_frame(text.as_bytes()).expect("re-serialised frame parses");
             if let ServerMessage::UnitChanged { unit: u2, .. } = again {
@@ -234,8 +237,20 @@ fn parse_everything(bytes: &[u8]) {
     if let Ok(controls) = serde_json::from_slice::<Vec<Control>>(bytes) {
         for c in &controls {
             let _ = (c.to_value(), c.type_name(), c.name());
+            let mut direct = Vec::new();
+            c.write_json(&mut direct);
+            assert_eq!(String::from_utf8_lossy(&direct), serde_json::to_string(c).expect("a control serialises"));
         }
     }
+}
+
+/// The unit JSON and its controls written directly (the event path) are byte for byte what
+/// serde_json writes for them.
+fn direct_json_is_serdes(unit: &UnitState) {
+    let json = UnitJson::of(unit, &Caps::of(unit, None));
+    let mut direct = Vec::new();
+    json.write_json(&mut direct);
+    assert_eq!(String::from_utf8_lossy(&direct), serde_json::to_string(&json).expect("unit JSON serialises"));
 }
 
 /// Renders every topic of a view; every topic must be usable (no empty level, no wildcard).

@@ -27,7 +27,7 @@ pub use client::{ClientMessage, RgbTarget, SourceTarget, TargetControls, ValueTa
 pub use control::{
     Cct, Color, ColorSource, Colorsource, Control, Extra, Lux, Plain, Slider, StatusControl, ValueControl,
 };
-pub use frame::{FrameError, ServerMessage, WireStatusKind, parse_frame};
+pub use frame::{FrameError, JsonError, ServerMessage, WireStatusKind, parse_frame};
 pub use secret::Secret;
 pub use sessions::{Credentials, NetworkSessionEntry, NetworkSessions, NetworkSummary, Site, UserSession};
 

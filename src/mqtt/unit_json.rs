@@ -9,6 +9,7 @@ use super::state_text::{Leaf, StateText};
 use crate::bridge::state::{GroupInfo, NetworkStatus, SceneInfo, presence};
 use crate::cloud::model::{ColorSource, Control, UnitState};
 use crate::color::{hue_sat_to_xy, parse_rgb, rgb8_to_xy, round4};
+use crate::json_object::{Object, write_array};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -243,11 +244,41 @@ impl<'a> UnitJson<'a> {
         ]
     }
 
-    /// Appends the unit JSON to `out`.
+    /// Appends the unit JSON to `out`: the bytes serde_json writes for the derived `Serialize`
+    /// (the field order of the struct), with the constant keys copied instead of escaped (see
+    /// [`crate::json_object`]; the test `direct_json_is_what_serde_writes` holds the two together).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        // Serialising borrowed strings, numbers and controls into a Vec cannot fail.
-        let written = serde_json::to_writer(&mut *out, self);
-        debug_assert!(written.is_ok());
+        let mut o = Object::open(out);
+        o.field("active_scene_id", &self.active_scene_id);
+        o.field("brightness", &self.brightness);
+        match self.color {
+            Some(Xy { x, y }) => o.field_with("color", |out| {
+                let mut xy = Object::open(out);
+                xy.field("x", &x);
+                xy.field("y", &y);
+                xy.close();
+            }),
+            None => o.field("color", &()),
+        }
+        o.field("color_mode", &self.color_mode);
+        o.field("color_temp", &self.color_temp);
+        o.field("condition", &self.condition);
+        match self.controls {
+            Some(controls) => o.field_with("controls", |out| write_array(out, controls, Control::write_json)),
+            None => o.field("controls", &()),
+        }
+        o.field("dim_level", &self.dim_level);
+        o.field("firmware", &self.firmware);
+        o.field("id", &self.id);
+        o.field("illuminance", &self.illuminance);
+        o.field("name", &self.name);
+        o.field("occupancy", &self.occupancy);
+        o.field("online", &self.online);
+        o.field("priority", &self.priority);
+        o.field("state", &self.state);
+        o.field("status", &self.status);
+        o.field("type", &self.unit_type);
+        o.close();
     }
 
     /// Appends the plain value of every non-null scalar key to `text`, one part per key below
@@ -334,10 +365,16 @@ impl<'a> GroupJson<'a> {
         GroupJson { brightness, id: group.id, members: &group.units, name: &group.name, state }
     }
 
-    /// Appends the group JSON to `out`.
+    /// Appends the group JSON to `out`: the bytes of the derived `Serialize`, keys copied (as
+    /// [`UnitJson::write_json`]).
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        let written = serde_json::to_writer(&mut *out, self);
-        debug_assert!(written.is_ok());
+        let mut o = Object::open(out);
+        o.field("brightness", &self.brightness);
+        o.field("id", &self.id);
+        o.field("members", self.members);
+        o.field("name", self.name);
+        o.field("state", &self.state);
+        o.close();
     }
 }
 
@@ -426,6 +463,41 @@ mod tests {
         assert_eq!(plain(&m["illuminance"]).as_deref(), Some("412"));
         let m = render(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#);
         assert_eq!(m["occupancy"], false);
+    }
+
+    /// The direct writers (the event path) give exactly the bytes of the derived `Serialize`:
+    /// every control type, extra fields, strings that need escaping, nulls.
+    #[test]
+    fn direct_json_is_what_serde_writes() {
+        let units = [
+            r#"{"id":7}"#,
+            r##"{"id":3,"name":"Desk \"left\"\n","type":"Luminaire","on":true,"online":true,"status":"ok","priority":3,
+              "condition":0,"activeSceneId":2,"firmwareVersion":"1.2\\3","dimLevel":0.25,
+              "controls":[{"type":"Dimmer","value":0.5,"name":"dimmer0","ramp":{"ms":20}},{"type":"OnOff","value":1},
+              {"type":"CCT","min":2700,"max":6500,"value":3000.5,"level":0.1,"tw":2},{"type":"Color","hue":0.5,"sat":1,"x":0.3,"y":0.31,"rgb":"#ff0000"},
+              {"type":"Colorsource","source":"XY"},{"type":"Slider","label":"L","min":0,"max":10,"value":2.5},
+              {"type":"Switch","name":"s\"1"},{"type":"Overheat","status":"ok"},{"type":"White","value":0.1},
+              {"type":"Vertical","value":0.9},{"type":"fancy","x":[1,{"a":null}]},{"noType":true}]}"##,
+            r#"{"id":4,"type":"Sensor","online":false,"controls":[{"type":"Presence","status":"present","é":"ü"},{"type":"Lux","value":412,"level":0.5}]}"#,
+        ];
+        for text in units {
+            let u = unit(text);
+            let json = UnitJson::of(&u, &Caps::of(&u, None));
+            let mut direct = Vec::new();
+            json.write_json(&mut direct);
+            assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&json).unwrap(), "{text}");
+        }
+        let group = GroupInfo { id: 2, name: "Hall \"A\"".into(), units: vec![1, 2, 3] };
+        let members = BTreeMap::from([(1, MemberReading { state: Some("ON"), brightness: Some(9) })]);
+        let json = GroupJson::of(&group, |id| members.get(&id).copied());
+        let mut direct = Vec::new();
+        json.write_json(&mut direct);
+        assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&json).unwrap());
+        let empty = GroupInfo { id: 5, name: String::new(), units: Vec::new() };
+        let json = GroupJson::of(&empty, |_| None);
+        let mut direct = Vec::new();
+        json.write_json(&mut direct);
+        assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&json).unwrap());
     }
 
     #[test]

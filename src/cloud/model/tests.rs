@@ -362,6 +362,13 @@ fn malformed_frames_are_errors_not_panics() {
     let err = parse_frame(b"{\"wire\":1,\"method\":\"unitChanged\",\"id\":1,\"name\":\"L\xe4mp\"}").unwrap_err();
     assert!(matches!(err, FrameError::Utf8(_)), "{err}");
     assert_eq!(err.to_string(), "malformed frame: not UTF-8");
+    // A syntax error names the reason and the position, never the bytes around it (the JSON
+    // reader quotes them; a frame may carry names the user considers private).
+    let err = parse_frame(b"{\"wire\":1,\"method\":\"unitChanged\",\"id\":1,\"name\":\"Anna bedroom\" x}").unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, FrameError::Json(_)), "{text}");
+    assert!(text.starts_with("malformed frame: ") && text.contains("column"), "{text}");
+    assert!(!text.contains("bedroom") && !text.contains('\n'), "{text}");
 }
 
 #[test]
