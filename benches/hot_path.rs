@@ -27,7 +27,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 #[global_allocator]
-static ALLOC: AllocProfiler<mimalloc::MiMalloc> = AllocProfiler::new(mimalloc::MiMalloc);
+static ALLOC: AllocProfiler<tikv_jemallocator::Jemalloc> = AllocProfiler::new(tikv_jemallocator::Jemalloc);
 
 /// The unit the frames describe: unit 3 of a generated network is a `Luminaire` with `Dimmer`
 /// and `CCT` (fixture 1002), in group 1 with nine other units.

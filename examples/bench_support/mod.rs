@@ -16,6 +16,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+/// The allocator of the `casambi2mqtt` binary and its options (src/main.rs), so the bridge child
+/// measures what the product runs.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[unsafe(export_name = "_rjem_malloc_conf")]
+pub static MALLOC_CONF: &[u8] = b"dirty_decay_ms:0,muzzy_decay_ms:0\0";
+
 // ---------------------------------------------------------------------------------------------
 // Processes
 // ---------------------------------------------------------------------------------------------

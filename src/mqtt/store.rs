@@ -94,7 +94,8 @@ impl Name {
     /// The whole topic, `base` being the closest whole name before it in the owner's list.
     fn topic(&self, base: &str) -> String {
         match self {
-            Name::Full(t) => t.to_string(),
+            // `String::from` copies; `to_string` on a `Box<str>` would go through `Display`.
+            Name::Full(t) => String::from(&**t),
             Name::Below(level) => [base, level_at(*level)].join("/"),
         }
     }
@@ -333,7 +334,7 @@ impl Store {
         let mut parts = text.parts();
         let mut ops = Vec::new();
         let (_, payload) = parts.next()?;
-        note_state(&self.topics, state_print, || state_topic.to_string(), payload, &mut ops);
+        note_state(&self.topics, state_print, || String::from(&**state_topic), payload, &mut ops);
         for (Wanted { name, payload: print }, (_, payload)) in rest.iter_mut().zip(parts) {
             note_state(&self.topics, print, || name.topic(state_topic), payload, &mut ops);
         }
