@@ -492,10 +492,11 @@ struct GenFrame {
 #[allow(clippy::type_complexity)]
 fn unit_changed() -> impl Strategy<Value = GenFrame> {
     let opt_str = || prop::option::of(any::<String>());
-    // Integers sent as floats stay below 10^15: serde_json's default float parser is not
-    // correctly rounded beyond 15 significant digits (`-1858043434372081.0` reads as
-    // `…080.8`, which is then rightly refused as fractional). Real payloads send small numbers
-    // as floats (`3.0`); the `float_roundtrip` feature of serde_json would lift the limit.
+    // Integers sent as floats stay below 10^15: the same generated units also go through
+    // serde_json (REST shapes), whose default float parser is not correctly rounded beyond 15
+    // significant digits (`-1858043434372081.0` reads as `…080.8`, rightly refused as
+    // fractional). Frames, read by sonic-rs, have no such limit
+    // (`frames_read_long_integral_floats_exactly`).
     let small_i64 = || prop::option::of(-999_999_999_999_999i64..=999_999_999_999_999);
     let strings = (opt_str(), opt_str(), opt_str(), opt_str(), opt_str(), opt_str());
     let ints = (

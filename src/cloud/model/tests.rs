@@ -526,3 +526,13 @@ fn value_helpers() {
     let v: Value = Control::Other(json!({"type":"X","name":"n"})).to_value();
     assert_eq!(v["name"], "n");
 }
+
+#[test]
+fn frames_read_long_integral_floats_exactly() {
+    // sonic-rs rounds floats correctly: an integer sent as a float with 16 digits stays integral
+    // (serde_json's default parser, used for REST bodies, reads `…081.0` as `…080.8`).
+    let msg =
+        parse_frame(b"{\"wire\":1,\"method\":\"unitChanged\",\"id\":1,\"condition\":-1858043434372081.0}").unwrap();
+    let ServerMessage::UnitChanged { unit, .. } = msg else { panic!("{msg:?}") };
+    assert_eq!(unit.condition, Some(-1_858_043_434_372_081));
+}
