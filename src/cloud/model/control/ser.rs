@@ -26,7 +26,7 @@ impl Serialize for Num {
 /// Where the fields of a typed control go: a serde map ([`MapWriter`], for `Serialize`) or a
 /// JSON object written straight to bytes ([`Object`], for [`Control::write_json`]). The list of
 /// fields is written once, in [`Control::write_fields`].
-trait Fields {
+trait FieldSink {
     type Ok;
     type Error;
     fn num(&mut self, key: &'static str, v: Option<f64>) -> Result<(), Self::Error>;
@@ -38,7 +38,7 @@ trait Fields {
 /// Writes the fields of a typed control into an open serde map.
 struct MapWriter<M>(M);
 
-impl<M: SerializeMap> Fields for MapWriter<M> {
+impl<M: SerializeMap> FieldSink for MapWriter<M> {
     type Ok = M::Ok;
     type Error = M::Error;
 
@@ -66,7 +66,7 @@ impl<M: SerializeMap> Fields for MapWriter<M> {
     }
 }
 
-impl Fields for Object<'_> {
+impl FieldSink for Object<'_> {
     type Ok = ();
     type Error = Infallible;
 
@@ -110,7 +110,7 @@ impl Control {
     }
 
     /// Writes the typed fields (after `type`) and the extra fields, and closes the object.
-    fn write_fields<F: Fields>(&self, mut w: F) -> Result<F::Ok, F::Error> {
+    fn write_fields<F: FieldSink>(&self, mut w: F) -> Result<F::Ok, F::Error> {
         match self {
             Self::Dimmer(c) | Self::OnOff(c) | Self::White(c) | Self::Vertical(c) => {
                 w.str("name", c.name.as_deref())?;
