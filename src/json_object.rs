@@ -28,10 +28,7 @@ impl<'a> Object<'a> {
     /// a constant that needs no escaping (checked in debug builds).
     fn key(&mut self, key: &'static str) -> &mut Vec<u8> {
         debug_assert!(is_plain(key), "key {key:?} needs escaping");
-        if !self.empty {
-            self.out.push(b',');
-        }
-        self.empty = false;
+        self.separate();
         self.out.push(b'"');
         self.out.extend_from_slice(key.as_bytes());
         self.out.extend_from_slice(b"\":");
@@ -52,13 +49,18 @@ impl<'a> Object<'a> {
     /// A field whose key is not a constant (e.g. a control's extra fields from the cloud): key and
     /// value are both written, and escaped, by serde_json.
     pub fn any_field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        self.separate();
+        write_value(self.out, key);
+        self.out.push(b':');
+        write_value(self.out, value);
+    }
+
+    /// The comma before every field but the first.
+    fn separate(&mut self) {
         if !self.empty {
             self.out.push(b',');
         }
         self.empty = false;
-        write_value(self.out, key);
-        self.out.push(b':');
-        write_value(self.out, value);
     }
 
     /// Closes the object.

@@ -8,9 +8,9 @@
 //! The store keeps names, 64-bit topic fingerprints and 48-bit payload prints, never payloads:
 //! on a site of 25,000 units the payloads are ~50 MB (most of it discovery configs) and the
 //! bridge's mirror can render any of them again in microseconds. Topic names are kept once, in
-//! the wanted lists; the other maps are keyed by the topic's fingerprint. What needs a payload again — a republication after a
-//! reconnection or Home Assistant's birth, the text of a previous discovery config — renders it
-//! from the mirror ([`super::plan`], [`super::publisher`]).
+//! the wanted lists; the other maps are keyed by the topic's fingerprint. What needs a payload
+//! again — a republication after a reconnection or Home Assistant's birth, the text of a
+//! previous discovery config — renders it from the mirror ([`super::plan`], [`super::publisher`]).
 
 use super::render::{Owner, Topics};
 use super::state_text::{Leaf, StateText, is_leaf_of, level_at, level_index};
@@ -297,7 +297,7 @@ impl Store {
         self.topics.get(&key).is_some_and(|t| t.wanted() > 0)
     }
 
-    /// The fingerprint of what was last published on the topic with fingerprint `key`.
+    /// The print of what was last published on the topic with fingerprint `key`.
     fn published(&self, key: u64) -> Option<u64> {
         self.topics.get(&key).map(|t| t.published()).filter(|p| *p != 0)
     }

@@ -258,14 +258,14 @@ impl<'a> UnitJson<'a> {
                 xy.field("y", &y);
                 xy.close();
             }),
-            None => o.field("color", &()),
+            None => o.field("color", &self.color),
         }
         o.field("color_mode", &self.color_mode);
         o.field("color_temp", &self.color_temp);
         o.field("condition", &self.condition);
         match self.controls {
             Some(controls) => o.field_with("controls", |out| write_array(out, controls, Control::write_json)),
-            None => o.field("controls", &()),
+            None => o.field("controls", &self.controls),
         }
         o.field("dim_level", &self.dim_level);
         o.field("firmware", &self.firmware);
