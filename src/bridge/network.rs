@@ -378,8 +378,9 @@ impl Supervisor {
         crate::health::metrics::metrics().last_resync.set(now.as_secs_f64());
         let before_status = run.view.status.clone();
         let mut topology = Topology::default();
-        if let Some(config) = &config {
-            topology = run.view.apply_config(config);
+        // Dropped here, not held across the awaits below (fixtures, a full queue to the publisher).
+        if let Some(config) = config {
+            topology = run.view.apply_config(&config);
         }
         let revision_before = run.view.status.revision;
         let delta: SnapshotDelta = run.view.apply_snapshot(state);

@@ -8,7 +8,7 @@
 //! The store keeps names, 64-bit topic fingerprints and 48-bit payload prints, never payloads:
 //! on a site of 25,000 units the payloads are ~50 MB (most of it discovery configs) and the
 //! bridge's mirror can render any of them again in microseconds. Topic names are kept once, in
-//! the wanted lists; the other maps are keyed by the topic's fingerprint. What needs a payload
+//! the owners' lists (an attribute topic as the number of its level alone); the other maps are keyed by the topic's fingerprint. What needs a payload
 //! again — a republication after a reconnection or Home Assistant's birth, the text of a
 //! previous discovery config — renders it from the mirror ([`super::plan`], [`super::publisher`]).
 
@@ -71,71 +71,107 @@ impl Receipt {
     }
 }
 
-/// A wanted topic: its name and its payload's print.
+/// What one owner wants, in publishing order: one word per topic, and its whole topic names
+/// apart in one string. A big site has 400,000 wanted topics, 13 of a unit's 16 being attribute
+/// topics one level below its state topic (`…/unit/lamp/brightness`): those are kept as the
+/// number of that level alone ([`level_index`]), so a topic costs 8 bytes here, plus its name
+/// once when it is a whole one (24 bytes a topic, and a heap block a whole name, before).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Wanted {
-    name: Name,
-    payload: u64,
+struct Wants {
+    /// One word per topic: the payload's [`payload_print`] in the low [`PRINT_BITS`] bits, and
+    /// above them the topic's level below the closest whole name before it, or [`WHOLE`] when
+    /// the topic is the next of `names`.
+    slots: Box<[u64]>,
+    /// The whole names, in order, each ended by a NUL (which no MQTT topic may contain).
+    names: Box<str>,
 }
 
-/// A wanted topic's name. Most topics are attribute topics one level below their owner's state
-/// topic (`…/unit/lamp/brightness`): those are kept as the number of that level alone
-/// ([`level_index`]) instead of a heap copy of the whole name — 13 of a unit's 16 topics. A name
-/// is 16 bytes either way.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Name {
-    /// The whole topic.
-    Full(Box<str>),
-    /// A level below the closest [`Name::Full`] before it in the owner's list.
-    Below(u8),
+/// The level of a slot whose topic is the owner's next whole name.
+const WHOLE: u64 = 0xFF;
+
+/// A [`Wants`] slot: a payload's print and a level (or [`WHOLE`]).
+fn slot(print: u64, level: u64) -> u64 {
+    (level << PRINT_BITS) | (print & PRINT_MASK)
 }
 
-impl Name {
-    /// The whole topic, `base` being the closest whole name before it in the owner's list.
-    fn topic(&self, base: &str) -> String {
-        match self {
-            // `String::from` copies; `to_string` on a `Box<str>` would go through `Display`.
-            Name::Full(t) => String::from(&**t),
-            Name::Below(level) => [base, level_at(*level)].join("/"),
-        }
+fn slot_print(slot: u64) -> u64 {
+    slot & PRINT_MASK
+}
+
+fn slot_level(slot: u64) -> u64 {
+    (slot >> PRINT_BITS) & 0xFF
+}
+
+/// Replaces the payload print of `slot`.
+fn set_slot_print(slot: &mut u64, print: u64) {
+    *slot = (*slot & !PRINT_MASK) | (print & PRINT_MASK);
+}
+
+/// The topic of a slot of `level`: the next whole name of `names`, or `level` below `base`;
+/// `base` then follows the whole names.
+fn slot_topic<'n>(level: u64, names: &mut std::str::SplitTerminator<'n, char>, base: &mut &'n str) -> String {
+    if level == WHOLE {
+        *base = names.next().unwrap_or_default();
+        String::from(*base)
+    } else {
+        below(base, level)
     }
 }
 
-/// The whole names of an owner's wanted topics, in order.
-fn full_names(list: &[Wanted]) -> Vec<String> {
-    let mut base = "";
-    list.iter()
-        .map(|w| {
-            let topic = w.name.topic(base);
-            if let Name::Full(t) = &w.name {
-                base = t;
-            }
-            topic
-        })
-        .collect()
+/// The last `count` names of `names` (each ended by a NUL), as one string.
+fn last_names(names: &str, count: usize) -> &str {
+    let bytes = names.as_bytes();
+    let mut start = bytes.len();
+    for _ in 0..count {
+        // Past this name's own NUL, back to the end of the name before it.
+        start = bytes[..start.saturating_sub(1)].iter().rposition(|b| *b == 0).map_or(0, |i| i + 1);
+    }
+    // Just after a NUL (or 0): always a character boundary.
+    names.get(start..).unwrap_or_default()
 }
 
-/// `topics` as an owner's wanted list, levels below the previous whole name kept short.
-fn compact(topics: &[(String, String)]) -> Vec<Wanted> {
-    let mut list: Vec<Wanted> = Vec::with_capacity(topics.len());
-    let mut base: Option<usize> = None;
+/// The name of a level number of a slot ([`level_at`]).
+fn level_name(level: u64) -> &'static str {
+    u8::try_from(level).map_or("", level_at)
+}
+
+/// The topic `level` below `base`.
+fn below(base: &str, level: u64) -> String {
+    [base, level_name(level)].join("/")
+}
+
+impl Wants {
+    /// The whole names of the topics, in order.
+    fn full_names(&self) -> Vec<String> {
+        let mut names = self.names.split_terminator('\0');
+        let mut base = "";
+        self.slots.iter().map(|s| slot_topic(slot_level(*s), &mut names, &mut base)).collect()
+    }
+}
+
+/// `topics` as an owner's [`Wants`], levels below the previous whole name kept short.
+fn compact(topics: &[(String, String)]) -> Wants {
+    let mut slots = Vec::with_capacity(topics.len());
+    let mut names = String::new();
+    let mut base: Option<&str> = None;
     for (topic, payload) in topics {
         let below = base
-            .and_then(|i| match &list[i].name {
-                Name::Full(b) => topic.strip_prefix(&**b)?.strip_prefix('/'),
-                Name::Below(_) => None,
-            })
-            .and_then(level_index);
-        let name = match below {
-            Some(level) => Name::Below(level),
+            .and_then(|b| topic.strip_prefix(b)?.strip_prefix('/'))
+            .and_then(level_index)
+            .map(u64::from)
+            .filter(|level| *level != WHOLE);
+        let level = match below {
+            Some(level) => level,
             None => {
-                base = Some(list.len());
-                Name::Full(topic.as_str().into())
+                base = Some(topic);
+                names.push_str(topic);
+                names.push('\0');
+                WHOLE
             }
         };
-        list.push(Wanted { name, payload: payload_print(payload) });
+        slots.push(slot(payload_print(payload), level));
     }
-    list
+    Wants { slots: slots.into_boxed_slice(), names: names.into_boxed_str() }
 }
 
 /// Desired and published retained topics.
@@ -143,8 +179,9 @@ fn compact(topics: &[(String, String)]) -> Vec<Wanted> {
 pub struct Store {
     /// What each owner wants, in publishing order. A hash map: owners of one network share their
     /// network id, so an ordered map compared that whole id on every step of every lookup.
-    /// Boxed slices: a list never grows in place, and a slice is a word shorter than a `Vec`.
-    desired: HashMap<Owner, Box<[Wanted]>>,
+    /// Boxed slices and strings: a list never grows in place, and each is a word shorter than
+    /// a `Vec` or a `String`.
+    desired: HashMap<Owner, Wants>,
     /// What is known of each topic that is wanted or published, by the topic's fingerprint. One
     /// map for both: on a big site it holds 400,000 topics, and one entry costs less than two.
     topics: HashMap<u64, TopicState>,
@@ -207,22 +244,22 @@ fn payload_print(payload: &str) -> u64 {
     (fingerprint(payload) & PRINT_MASK).max(1)
 }
 
-/// Records `payload` as wanted in place of `print` and, when it changed and differs from what was
-/// `published`, its publication. Unchanged since the last render (most attribute topics of a
-/// change): what was published is already this, or the next connection's resync sends it; this
-/// skips building the topic and looking it up, most of the cost on a big site.
+/// Records `payload` as wanted in the `slot` of `topic` and, when it changed and differs from
+/// what was `published`, its publication. Unchanged since the last render (most attribute topics
+/// of a change): what was published is already this, or the next connection's resync sends it;
+/// this skips building the topic and looking it up, most of the cost on a big site.
 fn note_state(
     topics: &HashMap<u64, TopicState>,
-    print: &mut u64,
+    slot: &mut u64,
     topic: impl FnOnce() -> String,
     payload: &str,
     ops: &mut Vec<Op>,
 ) {
     let new = payload_print(payload);
-    if *print == new {
+    if slot_print(*slot) == new {
         return;
     }
-    *print = new;
+    set_slot_print(slot, new);
     let topic = topic();
     if topics.get(&fingerprint(&topic)).map(|t| t.published()) != Some(new) {
         // State topics are never discovery configs, so no `previous` is needed.
@@ -234,7 +271,7 @@ impl Store {
     /// Sets what `owner` wants and returns the operations that bring the broker there: changed
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
     pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
-        let old = self.desired.remove(&owner).map(|list| full_names(&list)).unwrap_or_default();
+        let old = self.desired.remove(&owner).map(|wants| wants.full_names()).unwrap_or_default();
         // The common case (a state change) keeps the owner's topics: the counts then stay as
         // they are and nothing can become unwanted.
         let same_topics = old.len() == topics.len() && old.iter().zip(&topics).all(|(a, b)| *a == b.0);
@@ -245,13 +282,13 @@ impl Store {
         }
         let new = compact(&topics);
         let mut ops = Vec::new();
-        for ((topic, payload), wanted) in topics.into_iter().zip(&new) {
+        for ((topic, payload), slot) in topics.into_iter().zip(&new.slots) {
             let key = fingerprint(&topic);
             if !same_topics {
                 self.want(key);
                 self.orphans.remove(&key);
             }
-            if self.published(key) != Some(wanted.payload) {
+            if self.published(key) != Some(slot_print(*slot)) {
                 ops.push(Op::Publish { topic, payload, previous: None });
             }
         }
@@ -264,8 +301,8 @@ impl Store {
                 }
             }
         }
-        if !new.is_empty() {
-            self.desired.insert(owner, new.into_boxed_slice());
+        if !new.slots.is_empty() {
+            self.desired.insert(owner, new);
         }
         ops
     }
@@ -314,29 +351,47 @@ impl Store {
         text: &StateText,
         is_state_topic: impl Fn(&str) -> bool,
     ) -> Option<Vec<Op>> {
-        let current = self.desired.get_mut(owner)?;
-        let start = current.len().checked_sub(text.len())?;
-        let slots = &mut current[start..];
-        // The state topic in full, then the same levels below it.
-        let Name::Full(state_topic) = &slots.first()?.name else { return None };
+        let Wants { slots, names } = self.desired.get_mut(owner)?;
+        let start = slots.len().checked_sub(text.len())?;
+        let slots = &mut slots[start..];
+        // The state topic is a whole name, and the whole names of these slots are the owner's
+        // last ones: found from the end, without walking its discovery topics' names.
+        if slot_level(*slots.first()?) != WHOLE {
+            return None;
+        }
+        let wholes = slots.iter().filter(|s| slot_level(**s) == WHOLE).count();
+        let (state_topic, more_names) = last_names(names, wholes).split_once('\0')?;
+        // The whole name of the `i`th slot here, `more` holding the names after the state topic.
+        fn whole_name<'n>(i: usize, state: &'n str, more: &mut std::str::SplitTerminator<'n, char>) -> Option<&'n str> {
+            if i == 0 { Some(state) } else { more.next() }
+        }
+        // The state topic in full, then the same levels below it (a short level is below the
+        // whole name before it, which must then be the state topic).
+        let mut more = more_names.split_terminator('\0');
+        let mut below_state = true;
         let same_names = is_state_topic(state_topic)
-            && slots.iter().zip(text.parts()).all(|(w, (leaf, _))| match (&w.name, leaf) {
-                (Name::Full(t), leaf) => is_leaf_of(t, state_topic, leaf),
-                (Name::Below(level), Leaf::Below(key)) => level_at(*level) == key,
-                (Name::Below(_), Leaf::State) => false,
+            && slots.iter().zip(text.parts()).enumerate().all(|(i, (s, (leaf, _)))| match (slot_level(*s), leaf) {
+                (WHOLE, leaf) => {
+                    below_state = matches!(leaf, Leaf::State);
+                    whole_name(i, state_topic, &mut more).is_some_and(|t| is_leaf_of(t, state_topic, leaf))
+                }
+                (level, Leaf::Below(key)) => below_state && level_name(level) == key,
+                (_, Leaf::State) => false,
             });
         if !same_names {
             return None;
         }
-        let (Wanted { name: Name::Full(state_topic), payload: state_print }, rest) = slots.split_first_mut()? else {
-            return None;
-        };
-        let mut parts = text.parts();
         let mut ops = Vec::new();
-        let (_, payload) = parts.next()?;
-        note_state(&self.topics, state_print, || String::from(&**state_topic), payload, &mut ops);
-        for (Wanted { name, payload: print }, (_, payload)) in rest.iter_mut().zip(parts) {
-            note_state(&self.topics, print, || name.topic(state_topic), payload, &mut ops);
+        let mut more = more_names.split_terminator('\0');
+        let mut base = state_topic;
+        for (i, (slot, (_, payload))) in slots.iter_mut().zip(text.parts()).enumerate() {
+            let level = slot_level(*slot);
+            // Whole names are taken in order whether or not their payload changed.
+            if level == WHOLE {
+                base = whole_name(i, state_topic, &mut more).unwrap_or_default();
+            }
+            let topic = || if level == WHOLE { String::from(base) } else { below(base, level) };
+            note_state(&self.topics, slot, topic, payload, &mut ops);
         }
         Some(ops)
     }
@@ -348,18 +403,19 @@ impl Store {
 
     /// Whether `owner` wants exactly `topics` (names, order and payloads).
     pub fn wants(&self, owner: &Owner, topics: &[(String, String)]) -> bool {
-        let current = self.desired.get(owner).map_or(&[][..], |list| &list[..]);
-        current.len() == topics.len()
-            && full_names(current)
+        let Some(current) = self.desired.get(owner) else { return topics.is_empty() };
+        current.slots.len() == topics.len()
+            && current
+                .full_names()
                 .iter()
-                .zip(current)
+                .zip(&current.slots)
                 .zip(topics)
-                .all(|((n, w), (t, p))| n == t && w.payload == payload_print(p))
+                .all(|((n, s), (t, p))| n == t && slot_print(*s) == payload_print(p))
     }
 
     /// The names of the topics `owner` wants, in publishing order.
     pub fn topics_of(&self, owner: &Owner) -> Vec<String> {
-        self.desired.get(owner).map_or_else(Vec::new, |list| full_names(list))
+        self.desired.get(owner).map_or_else(Vec::new, Wants::full_names)
     }
 
     /// The owners of one network's topics.
@@ -610,6 +666,23 @@ mod tests {
     }
 
     #[test]
+    fn a_short_level_below_another_whole_name_is_not_taken_for_a_state_leaf() {
+        let mut s = Store::default();
+        let o = Owner::Unit("n".into(), 1);
+        // `lamp/odd/state` is kept as the level `state` below `lamp/odd`, not below `lamp`.
+        let topics = t(&[("lamp", "{}"), ("lamp/odd", "1"), ("lamp/odd/state", "ON")]);
+        let ops = s.set(o.clone(), topics.clone());
+        apply(&mut s, &ops);
+        assert_eq!(s.topics_of(&o), vec!["lamp", "lamp/odd", "lamp/odd/state"]);
+        let mut text = StateText::default();
+        text.push(Leaf::State, "{}");
+        text.push(Leaf::Below("odd"), "1");
+        text.push(Leaf::Below("state"), "OFF");
+        assert!(s.update_state(&o, &text, |t| t == "lamp").is_none(), "`lamp/state` is not what is kept");
+        assert!(s.wants(&o, &topics));
+    }
+
+    #[test]
     fn attribute_levels_are_kept_short_and_read_back_whole() {
         let mut s = Store::default();
         let o = Owner::Unit("n".into(), 1);
@@ -622,12 +695,14 @@ mod tests {
         ]);
         let ops = s.set(o.clone(), topics.clone());
         apply(&mut s, &ops);
-        let list = &s.desired[&o];
-        assert_eq!(list[2].name, Name::Below(level_index("state").unwrap()));
-        assert_eq!(list[3].name, Name::Below(level_index("availability").unwrap()));
-        assert_eq!(std::mem::size_of::<Wanted>(), 24, "a wanted topic stays three words");
+        let wants = &s.desired[&o];
+        let levels: Vec<u64> = wants.slots.iter().map(|s| slot_level(*s)).collect();
+        let level = |name| u64::from(level_index(name).unwrap());
+        assert_eq!(levels, vec![WHOLE, WHOLE, level("state"), level("availability"), WHOLE]);
+        assert_eq!(&*wants.names, "ha/device/x/config\0b/n/unit/lamp\0b/n/unit/lamp/unknown-level\0");
+        assert_eq!(slot_print(wants.slots[2]), payload_print("ON"));
+        assert_eq!(std::mem::size_of_val(&wants.slots[0]), 8, "a wanted topic stays one word");
         assert_eq!(std::mem::size_of::<(u64, TopicState)>(), 16, "a topic's map entry stays two words");
-        assert_eq!(list[4].name, Name::Full("b/n/unit/lamp/unknown-level".into()));
         assert_eq!(s.topics_of(&o), topics.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>());
         assert!(s.wants(&o, &topics));
         // The fast path publishes the whole name.
