@@ -9,6 +9,7 @@
 //! second on big sites) keeps the unit's discovery config as it is instead of rendering it again:
 //! it depends only on the identity, the firmware and the capabilities.
 
+use super::caps::Caps;
 use super::render::{NetMirror, Owner, Renderer};
 use super::state_text::StateText;
 use super::store::{Op, Store};
@@ -55,7 +56,7 @@ pub fn unit_ops(
         attach_previous(store, &mut ops, &old_discovery);
         ops
     } else {
-        unit_state_ops(renderer, store, m, owner, id, text)
+        unit_state_ops(renderer, store, m, owner, id, &new_caps, text)
     };
     if reading_changed || caps_changed {
         for g in m.view.groups.values().filter(|g| g.units.contains(&id)) {
@@ -76,9 +77,10 @@ fn unit_state_ops(
     m: &NetMirror,
     owner: Owner,
     id: u32,
+    caps: &Caps,
     text: &mut StateText,
 ) -> Vec<Op> {
-    let Some(slug) = renderer.unit_state_text(m, id, text) else {
+    let Some(slug) = renderer.unit_state_text(m, id, caps, text) else {
         return store.set(owner, renderer.unit(m, id));
     };
     let (layout, net) = (&renderer.layout, m.slug.as_str());
@@ -118,8 +120,9 @@ pub fn status_ops(
     owners.extend(m.view.scenes.keys().map(|id| Owner::Scene(m.key.clone(), *id)));
     let mut ops = owner_ops(renderer, store, m, &owners);
     if availability_changed {
-        for id in m.view.units.keys() {
-            ops.extend(unit_state_ops(renderer, store, m, Owner::Unit(m.key.clone(), *id), *id, text));
+        for (id, unit) in &m.view.units {
+            let caps = m.caps(unit);
+            ops.extend(unit_state_ops(renderer, store, m, Owner::Unit(m.key.clone(), *id), *id, &caps, text));
         }
     }
     ops

@@ -301,18 +301,20 @@ impl Renderer {
     /// availability, all at or below the unit's state topic ([`Layout::unit`]).
     pub fn unit_state_topics(&self, m: &NetMirror, id: u32) -> Topics {
         let mut text = StateText::default();
-        match self.unit_state_text(m, id, &mut text) {
+        let Some(caps) = m.view.units.get(&id).map(|u| m.caps(u)) else { return Vec::new() };
+        match self.unit_state_text(m, id, &caps, &mut text) {
             Some(slug) => text.topics(&self.layout.unit(&m.slug, slug)),
             None => Vec::new(),
         }
     }
 
     /// Writes the payloads of [`Renderer::unit_state_topics`] into `text` (cleared first) and
-    /// returns the unit's slug; `None` (and nothing written) for a unit the mirror lacks.
-    pub fn unit_state_text<'m>(&self, m: &'m NetMirror, id: u32, text: &mut StateText) -> Option<&'m str> {
+    /// returns the unit's slug; `None` (and nothing written) for a unit the mirror lacks. `caps`
+    /// are the unit's capabilities ([`NetMirror::caps`]): a changed unit's caller has them already.
+    pub fn unit_state_text<'m>(&self, m: &'m NetMirror, id: u32, caps: &Caps, text: &mut StateText) -> Option<&'m str> {
         text.clear();
         let (unit, slug) = (m.view.units.get(&id)?, m.unit_slugs.get(&id)?);
-        let json = UnitJson::of(unit, &m.caps(unit));
+        let json = UnitJson::of(unit, caps);
         // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
         json.write_json(text.buf());
         text.end_part(Leaf::State);
