@@ -60,8 +60,9 @@ impl StateText {
 
     /// The parts in order. Every payload is text (serde_json and `&str`s wrote it); the buffer
     /// is checked once as a whole, and a buffer or part that somehow is not text reads as empty
-    /// rather than failing.
-    pub fn parts(&self) -> impl Iterator<Item = (Leaf, &str)> {
+    /// rather than failing. The iterator clones, so a caller that reads the parts twice checks
+    /// the buffer once.
+    pub fn parts(&self) -> impl Iterator<Item = (Leaf, &str)> + Clone {
         let all = simdutf8::basic::from_utf8(&self.buf).unwrap_or_default();
         let mut start = 0;
         self.parts.iter().map(move |&(leaf, end)| {

@@ -8,9 +8,10 @@
 //! The store keeps names, 64-bit topic fingerprints and 48-bit payload prints, never payloads:
 //! on a site of 25,000 units the payloads are ~50 MB (most of it discovery configs) and the
 //! bridge's mirror can render any of them again in microseconds. Topic names are kept once, in
-//! the owners' lists (an attribute topic as the number of its level alone); the other maps are keyed by the topic's fingerprint. What needs a payload
-//! again — a republication after a reconnection or Home Assistant's birth, the text of a
-//! previous discovery config — renders it from the mirror ([`super::plan`], [`super::publisher`]).
+//! the owners' lists (an attribute topic as the number of its level alone); the other maps are
+//! keyed by the topic's fingerprint. What needs a payload again — a republication after a
+//! reconnection or Home Assistant's birth, the text of a previous discovery config — renders it
+//! from the mirror ([`super::plan`], [`super::publisher`]).
 
 use super::render::{Owner, Topics};
 use super::state_text::{Leaf, StateText, is_leaf_of, level_at, level_index};
@@ -94,27 +95,43 @@ fn slot(print: u64, level: u64) -> u64 {
     (level << PRINT_BITS) | (print & PRINT_MASK)
 }
 
-fn slot_print(slot: u64) -> u64 {
-    slot & PRINT_MASK
+/// The payload print in the low [`PRINT_BITS`] bits of a word (a slot or a [`TopicState`]).
+fn print_of(word: u64) -> u64 {
+    word & PRINT_MASK
+}
+
+/// `word` with `print` in its low [`PRINT_BITS`] bits, the bits above kept.
+fn with_print(word: u64, print: u64) -> u64 {
+    (word & !PRINT_MASK) | (print & PRINT_MASK)
 }
 
 fn slot_level(slot: u64) -> u64 {
     (slot >> PRINT_BITS) & 0xFF
 }
 
-/// Replaces the payload print of `slot`.
-fn set_slot_print(slot: &mut u64, print: u64) {
-    *slot = (*slot & !PRINT_MASK) | (print & PRINT_MASK);
+/// Walks an owner's whole names alongside its slots: after [`Walk::step`] to a slot, `base` is
+/// the slot's whole name or the one its level is below.
+struct Walk<'n> {
+    names: std::str::SplitTerminator<'n, char>,
+    base: &'n str,
 }
 
-/// The topic of a slot of `level`: the next whole name of `names`, or `level` below `base`;
-/// `base` then follows the whole names.
-fn slot_topic<'n>(level: u64, names: &mut std::str::SplitTerminator<'n, char>, base: &mut &'n str) -> String {
-    if level == WHOLE {
-        *base = names.next().unwrap_or_default();
-        String::from(*base)
-    } else {
-        below(base, level)
+impl<'n> Walk<'n> {
+    /// A walk over `names` (each ended by a NUL), starting below `base`.
+    fn new(base: &'n str, names: &'n str) -> Self {
+        Walk { names: names.split_terminator('\0'), base }
+    }
+
+    /// Moves to a slot of `level`: a whole name becomes the base.
+    fn step(&mut self, level: u64) {
+        if level == WHOLE {
+            self.base = self.names.next().unwrap_or_default();
+        }
+    }
+
+    /// The topic of the slot just stepped to, of `level`.
+    fn topic(&self, level: u64) -> String {
+        if level == WHOLE { String::from(self.base) } else { below(self.base, level) }
     }
 }
 
@@ -143,9 +160,14 @@ fn below(base: &str, level: u64) -> String {
 impl Wants {
     /// The whole names of the topics, in order.
     fn full_names(&self) -> Vec<String> {
-        let mut names = self.names.split_terminator('\0');
-        let mut base = "";
-        self.slots.iter().map(|s| slot_topic(slot_level(*s), &mut names, &mut base)).collect()
+        let mut walk = Walk::new("", &self.names);
+        self.slots
+            .iter()
+            .map(|s| {
+                walk.step(slot_level(*s));
+                walk.topic(slot_level(*s))
+            })
+            .collect()
     }
 }
 
@@ -211,11 +233,11 @@ const PRINT_MASK: u64 = (1 << PRINT_BITS) - 1;
 
 impl TopicState {
     fn published(self) -> u64 {
-        self.0 & PRINT_MASK
+        print_of(self.0)
     }
 
     fn set_published(&mut self, print: u64) {
-        self.0 = (self.0 & !PRINT_MASK) | (print & PRINT_MASK);
+        self.0 = with_print(self.0, print);
     }
 
     fn wanted(self) -> u64 {
@@ -256,10 +278,10 @@ fn note_state(
     ops: &mut Vec<Op>,
 ) {
     let new = payload_print(payload);
-    if slot_print(*slot) == new {
+    if print_of(*slot) == new {
         return;
     }
-    set_slot_print(slot, new);
+    *slot = with_print(*slot, new);
     let topic = topic();
     if topics.get(&fingerprint(&topic)).map(|t| t.published()) != Some(new) {
         // State topics are never discovery configs, so no `previous` is needed.
@@ -288,7 +310,7 @@ impl Store {
                 self.want(key);
                 self.orphans.remove(&key);
             }
-            if self.published(key) != Some(slot_print(*slot)) {
+            if self.published(key) != Some(print_of(*slot)) {
                 ops.push(Op::Publish { topic, payload, previous: None });
             }
         }
@@ -353,45 +375,43 @@ impl Store {
     ) -> Option<Vec<Op>> {
         let Wants { slots, names } = self.desired.get_mut(owner)?;
         let start = slots.len().checked_sub(text.len())?;
-        let slots = &mut slots[start..];
+        let (state_slot, rest) = slots[start..].split_first_mut()?;
         // The state topic is a whole name, and the whole names of these slots are the owner's
         // last ones: found from the end, without walking its discovery topics' names.
-        if slot_level(*slots.first()?) != WHOLE {
+        if slot_level(*state_slot) != WHOLE {
             return None;
         }
-        let wholes = slots.iter().filter(|s| slot_level(**s) == WHOLE).count();
+        let wholes = 1 + rest.iter().filter(|s| slot_level(**s) == WHOLE).count();
         let (state_topic, more_names) = last_names(names, wholes).split_once('\0')?;
-        // The whole name of the `i`th slot here, `more` holding the names after the state topic.
-        fn whole_name<'n>(i: usize, state: &'n str, more: &mut std::str::SplitTerminator<'n, char>) -> Option<&'n str> {
-            if i == 0 { Some(state) } else { more.next() }
-        }
+        let mut parts = text.parts();
+        let (state_leaf, state_payload) = parts.next()?;
         // The state topic in full, then the same levels below it (a short level is below the
         // whole name before it, which must then be the state topic).
-        let mut more = more_names.split_terminator('\0');
+        let mut walk = Walk::new(state_topic, more_names);
         let mut below_state = true;
         let same_names = is_state_topic(state_topic)
-            && slots.iter().zip(text.parts()).enumerate().all(|(i, (s, (leaf, _)))| match (slot_level(*s), leaf) {
-                (WHOLE, leaf) => {
-                    below_state = matches!(leaf, Leaf::State);
-                    whole_name(i, state_topic, &mut more).is_some_and(|t| is_leaf_of(t, state_topic, leaf))
+            && matches!(state_leaf, Leaf::State)
+            && rest.iter().zip(parts.clone()).all(|(s, (leaf, _))| {
+                walk.step(slot_level(*s));
+                match (slot_level(*s), leaf) {
+                    (WHOLE, leaf) => {
+                        below_state = matches!(leaf, Leaf::State);
+                        is_leaf_of(walk.base, state_topic, leaf)
+                    }
+                    (level, Leaf::Below(key)) => below_state && level_name(level) == key,
+                    (_, Leaf::State) => false,
                 }
-                (level, Leaf::Below(key)) => below_state && level_name(level) == key,
-                (_, Leaf::State) => false,
             });
         if !same_names {
             return None;
         }
         let mut ops = Vec::new();
-        let mut more = more_names.split_terminator('\0');
-        let mut base = state_topic;
-        for (i, (slot, (_, payload))) in slots.iter_mut().zip(text.parts()).enumerate() {
+        note_state(&self.topics, state_slot, || String::from(state_topic), state_payload, &mut ops);
+        let mut walk = Walk::new(state_topic, more_names);
+        for (slot, (_, payload)) in rest.iter_mut().zip(parts) {
             let level = slot_level(*slot);
-            // Whole names are taken in order whether or not their payload changed.
-            if level == WHOLE {
-                base = whole_name(i, state_topic, &mut more).unwrap_or_default();
-            }
-            let topic = || if level == WHOLE { String::from(base) } else { below(base, level) };
-            note_state(&self.topics, slot, topic, payload, &mut ops);
+            walk.step(level);
+            note_state(&self.topics, slot, || walk.topic(level), payload, &mut ops);
         }
         Some(ops)
     }
@@ -410,7 +430,7 @@ impl Store {
                 .iter()
                 .zip(&current.slots)
                 .zip(topics)
-                .all(|((n, s), (t, p))| n == t && slot_print(*s) == payload_print(p))
+                .all(|((n, s), (t, p))| n == t && print_of(*s) == payload_print(p))
     }
 
     /// The names of the topics `owner` wants, in publishing order.
@@ -700,7 +720,7 @@ mod tests {
         let level = |name| u64::from(level_index(name).unwrap());
         assert_eq!(levels, vec![WHOLE, WHOLE, level("state"), level("availability"), WHOLE]);
         assert_eq!(&*wants.names, "ha/device/x/config\0b/n/unit/lamp\0b/n/unit/lamp/unknown-level\0");
-        assert_eq!(slot_print(wants.slots[2]), payload_print("ON"));
+        assert_eq!(print_of(wants.slots[2]), payload_print("ON"));
         assert_eq!(std::mem::size_of_val(&wants.slots[0]), 8, "a wanted topic stays one word");
         assert_eq!(std::mem::size_of::<(u64, TopicState)>(), 16, "a topic's map entry stays two words");
         assert_eq!(s.topics_of(&o), topics.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>());
