@@ -15,7 +15,8 @@
 //!   counts the site implies and against what a fresh subscriber then gets from the broker's
 //!   retained store.
 //! - Peak RSS: `VmHWM` of the bridge process after start-up and after the idle period.
-//! - Idle CPU: the bridge's CPU time over `--idle` seconds with every wire open and quiet.
+//! - Idle CPU: the bridge's CPU time over `--idle` seconds with every wire open and quiet, from
+//!   20 s after the start-up (after the scan for stale retained topics).
 //! - Requests: the simulator's request log (`GET /_sim/log/requests`) against the contract's
 //!   formula: sessions + 2 per network + 1 per distinct fixture.
 
@@ -55,6 +56,11 @@ struct Args {
     /// order, so both see the end of the start-up; the retained check reads every topic either way.
     #[arg(long, value_enum, default_value_t = Subscriber::All)]
     subscriber: Subscriber,
+    /// After each run, start a second bridge on the same broker, which then holds everything the
+    /// first one retained (a restart), and measure its start-up, CPU and peak RSS too (the peak
+    /// after its scan for stale topics, which reads all of them).
+    #[arg(long)]
+    restart: bool,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
@@ -102,6 +108,17 @@ struct RunResult {
     requests: usize,
     expected_requests: usize,
     load: f64,
+    /// With `--restart`: the second bridge's.
+    restart: Option<Restart>,
+}
+
+/// What a restart (`--restart`) measured.
+#[derive(Clone, Copy)]
+struct Restart {
+    startup_s: f64,
+    bridge_cpu_s: f64,
+    broker_cpu_s: f64,
+    rss_mib: f64,
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -133,6 +150,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
             r.expected_requests,
             r.load
         );
+        if let Some(x) = r.restart {
+            println!(
+                "run {} restart: start-up {:.2} s (CPU bridge {:.2} s, broker {:.2} s), peak RSS {:.1} MiB after the scan",
+                run + 1,
+                x.startup_s,
+                x.bridge_cpu_s,
+                x.broker_cpu_s,
+                x.rss_mib
+            );
+        }
         results.push(r);
     }
     let f = |g: fn(&RunResult) -> f64| results.iter().map(g).collect::<Vec<_>>();
@@ -147,6 +174,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("  REST requests         {}", fmt_spread(&f(|r| r.requests as f64), 0));
     println!("  formula               {}", fmt_spread(&f(|r| r.expected_requests as f64), 0));
     println!("  load at start         {}", fmt_spread(&f(|r| r.load), 2));
+    if args.restart {
+        let restarts: Vec<Restart> = results.iter().filter_map(|r| r.restart).collect();
+        let g = |g: fn(&Restart) -> f64| restarts.iter().map(g).collect::<Vec<_>>();
+        println!("  restart start-up s    {}", fmt_spread(&g(|r| r.startup_s), 2));
+        println!("  restart CPU bridge s  {}", fmt_spread(&g(|r| r.bridge_cpu_s), 2));
+        println!("  restart CPU broker s  {}", fmt_spread(&g(|r| r.broker_cpu_s), 2));
+        println!("  restart peak RSS MiB  {}", fmt_spread(&g(|r| r.rss_mib), 1));
+    }
     Ok(())
 }
 
@@ -164,44 +199,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let bridge = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
     let spawned = bridge.started.saturating_duration_since(base);
 
-    // Start-up is complete when every unit has its device config and its JSON, and every network
-    // its device config and JSON; then nothing more arrives for 3 s.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let (mut unit_json, mut configs, mut network_json) = (HashSet::new(), HashSet::new(), HashSet::new());
-    let mut scanned = 0;
-    loop {
-        let new = recorder.since(scanned);
-        scanned += new.len();
-        for m in &new {
-            let parts: Vec<&str> = m.topic.split('/').collect();
-            match parts.as_slice() {
-                ["casambi", _, "unit", _] => {
-                    unit_json.insert(m.topic.clone());
-                }
-                ["homeassistant", "device", _, "config"] if !m.payload.is_empty() => {
-                    configs.insert(m.topic.clone());
-                }
-                ["casambi", net] if *net != "bridge" => {
-                    network_json.insert(m.topic.clone());
-                }
-                _ => {}
-            }
-        }
-        let done =
-            unit_json.len() >= total_units && configs.len() > total_units + networks && network_json.len() >= networks;
-        if done && recorder.quiet_for().is_some_and(|q| q >= Duration::from_secs(3)) {
-            break;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "start-up incomplete after 120 s: {} unit JSON, {} configs, {} networks\n{}",
-            unit_json.len(),
-            configs.len(),
-            network_json.len(),
-            bridge.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_startup(&recorder, 0, networks, total_units, &bridge).await?;
     let all = recorder.since(0);
     let first = all.first().map_or(Duration::ZERO, |m| m.at);
     // The last message of the start-up (everything after it is later than the 3 s of quiet).
@@ -226,8 +224,9 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     }
     println!("  start-up messages by kind (count, topic + payload bytes): {bytes:?}");
 
-    // Idle: every wire open, nothing happening.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Idle: every wire open, nothing happening, after the scan for stale topics (it starts 10 s
+    // after the last network loaded and reads every retained message).
+    tokio::time::sleep(Duration::from_secs(20)).await;
     let cpu0 = cpu_time(bridge.pid());
     let t0 = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(args.idle)).await;
@@ -268,6 +267,30 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     println!("  requests by kind: {kinds:?} (distinct fixtures: {})", fixtures.len());
 
     bridge.stop();
+    // A restart: the broker still holds everything the first bridge retained, which the new
+    // bridge's start-up scan for stale topics receives in full.
+    let restart = if args.restart {
+        let from = recorder.since(0).len();
+        let broker_cpu0 = cpu_time(broker.pid());
+        let again = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
+        let spawned = again.started.saturating_duration_since(base);
+        wait_startup(&recorder, from, networks, total_units, &again).await?;
+        let last = recorder.since(from).last().map_or(Duration::ZERO, |m| m.at);
+        let cpu = (cpu_time(again.pid()), cpu_time(broker.pid()).saturating_sub(broker_cpu0));
+        // The scan for stale topics (`gc`) starts 10 s after the last network loaded and reads
+        // all 400,000 retained messages: measure after it.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let r = Restart {
+            startup_s: last.saturating_sub(spawned).as_secs_f64(),
+            bridge_cpu_s: cpu.0.as_secs_f64(),
+            broker_cpu_s: cpu.1.as_secs_f64(),
+            rss_mib: status_mib(again.pid(), "VmHWM"),
+        };
+        again.stop();
+        Some(r)
+    } else {
+        None
+    };
     drop(broker);
     sim.stop().await;
     Ok(RunResult {
@@ -284,5 +307,54 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
         requests: records.len(),
         expected_requests: expected,
         load,
+        restart,
     })
+}
+
+/// Waits until the start-up of `bridge` is complete in what `recorder` got from its message
+/// `from` on: every unit has its device config and its JSON, and every network its device
+/// config and JSON; then nothing more arrives for 3 s.
+async fn wait_startup(
+    recorder: &support::Recorder,
+    from: usize,
+    networks: usize,
+    total_units: usize,
+    bridge: &BridgeProcess,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut unit_json, mut configs, mut network_json) = (HashSet::new(), HashSet::new(), HashSet::new());
+    let mut scanned = from;
+    loop {
+        let new = recorder.since(scanned);
+        scanned += new.len();
+        for m in &new {
+            let parts: Vec<&str> = m.topic.split('/').collect();
+            match parts.as_slice() {
+                ["casambi", _, "unit", _] => {
+                    unit_json.insert(m.topic.clone());
+                }
+                ["homeassistant", "device", _, "config"] if !m.payload.is_empty() => {
+                    configs.insert(m.topic.clone());
+                }
+                ["casambi", net] if *net != "bridge" => {
+                    network_json.insert(m.topic.clone());
+                }
+                _ => {}
+            }
+        }
+        let done =
+            unit_json.len() >= total_units && configs.len() > total_units + networks && network_json.len() >= networks;
+        if done && recorder.quiet_for().is_some_and(|q| q >= Duration::from_secs(3)) {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "start-up incomplete after 120 s: {} unit JSON, {} configs, {} networks\n{}",
+            unit_json.len(),
+            configs.len(),
+            network_json.len(),
+            bridge.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

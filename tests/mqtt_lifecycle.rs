@@ -200,6 +200,38 @@ async fn stale_configs_and_topics_of_an_earlier_run_are_removed() {
     rig.bridge.stop().await;
 }
 
+/// A scan lets go of the topics of a network that has not loaded; when that network loads later
+/// (its credentials were failing, say), another scan clears what it no longer wants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_that_loads_after_the_scan_is_swept_when_it_loads() {
+    let broker = Mosquitto::start();
+    let w = Watcher::start(broker.port(), "nothing/#").await;
+    for topic in ["casambi/home/unit/ghost", "casambi/office/unit/ghost", "casambi/office/unit/ghost/brightness"] {
+        w.publish(topic, "{}", true).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    let ids = demo_network_ids(&sim);
+    let (home, office) = (&ids[0], &ids[1]);
+    bridge.updates.send(network_update(&view_of(&sim, home), Default::default())).await.unwrap();
+    let r = retained_until(broker.port(), SETTLE, |r| !r.contains_key("casambi/home/unit/ghost")).await;
+    assert!(!r.contains_key("casambi/home/unit/ghost"), "the loaded network's stale topic is cleared");
+    // Well after the first scan: the other network's topics are still there.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let r = retained(broker.port()).await;
+    assert!(r.contains_key("casambi/office/unit/ghost"), "topics of a network not loaded are kept");
+    bridge.updates.send(network_update(&view_of(&sim, office), Default::default())).await.unwrap();
+    let r = retained_until(broker.port(), SETTLE, |r| {
+        !r.contains_key("casambi/office/unit/ghost") && !r.contains_key("casambi/office/unit/ghost/brightness")
+    })
+    .await;
+    assert!(!r.contains_key("casambi/office/unit/ghost"), "swept once its network loaded");
+    assert!(!r.contains_key("casambi/office/unit/ghost/brightness"));
+    assert!(r.contains_key("casambi/office/unit/window-lux/availability"), "what it wants is kept");
+    bridge.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_will_marks_the_bridge_offline_when_it_dies() {
     let (rig, before) = rig().await;

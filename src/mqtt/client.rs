@@ -13,6 +13,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod poll;
+pub use poll::Events;
+use poll::{EventSender, poll_v3, poll_v5};
+
 /// Largest packet sent or accepted: retained discovery payloads of other integrations can be
 /// well above rumqttc's 10 KiB default, and a larger incoming packet would drop the connection.
 const MAX_PACKET: usize = 256 * 1024;
@@ -30,9 +34,6 @@ const V3_INFLIGHT: u16 = 100;
 pub const QUIET_INFLIGHT: u16 = 16;
 /// Keep-alive interval.
 const KEEP_ALIVE: Duration = Duration::from_secs(30);
-/// First and longest wait between reconnection attempts.
-const BACKOFF_START: Duration = Duration::from_secs(1);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// Errors of the MQTT connection.
 #[derive(Debug, thiserror::Error)]
@@ -296,7 +297,32 @@ impl Client {
         client_id: &str,
         will: Option<Will>,
         inflight: u16,
-    ) -> Result<(Client, mpsc::UnboundedReceiver<ClientEvent>, JoinHandle<()>), ClientError> {
+    ) -> Result<(Client, Events, JoinHandle<()>), ClientError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Client::start_with(settings, client_id, will, inflight, EventSender::Unbounded(tx), Events::Unbounded(rx))
+    }
+
+    /// [`Client::start`] for a connection whose consumer paces it: at most `capacity` events
+    /// wait for the consumer, then the event loop waits too (and the broker with it). For a
+    /// connection that only receives, such as a scan of a big retained store.
+    pub fn start_paced(
+        settings: &MqttSettings,
+        client_id: &str,
+        inflight: u16,
+        capacity: usize,
+    ) -> Result<(Client, Events, JoinHandle<()>), ClientError> {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        Client::start_with(settings, client_id, None, inflight, EventSender::Paced(tx), Events::Paced(rx))
+    }
+
+    fn start_with(
+        settings: &MqttSettings,
+        client_id: &str,
+        will: Option<Will>,
+        inflight: u16,
+        tx: EventSender,
+        rx: Events,
+    ) -> Result<(Client, Events, JoinHandle<()>), ClientError> {
         let (host, port, tls) = broker_address(&settings.url)
             .ok_or_else(|| ClientError::Url(format!("cannot use {:?}", redact_url(&settings.url))))?;
         let transport = if tls {
@@ -305,7 +331,6 @@ impl Client {
         } else {
             None
         };
-        let (tx, rx) = mpsc::unbounded_channel();
         let qos = settings.qos.min(2);
         let user = if settings.username.is_empty() {
             url_credentials(&settings.url)
@@ -444,93 +469,6 @@ impl Client {
         };
         if r { Ok(()) } else { Err(ClientError::Closed) }
     }
-}
-
-/// Backoff state of the polling task.
-struct Backoff {
-    next: Duration,
-    connected: bool,
-}
-
-impl Backoff {
-    fn new() -> Backoff {
-        Backoff { next: BACKOFF_START, connected: false }
-    }
-
-    fn connected(&mut self, tx: &mpsc::UnboundedSender<ClientEvent>) -> bool {
-        self.next = BACKOFF_START;
-        self.connected = true;
-        crate::health::metrics::metrics().mqtt_connected.set(1);
-        tx.send(ClientEvent::Connected).is_ok()
-    }
-
-    /// Reports the loss once, then waits before the next attempt.
-    async fn failed(&mut self, error: String, tx: &mpsc::UnboundedSender<ClientEvent>) -> bool {
-        if std::mem::replace(&mut self.connected, false) {
-            tracing::warn!(%error, "MQTT connection lost; reconnecting");
-            crate::health::metrics::metrics().mqtt_connected.set(0);
-            crate::health::metrics::metrics().reconnect("mqtt");
-            if tx.send(ClientEvent::Disconnected).is_err() {
-                return false;
-            }
-        } else {
-            tracing::warn!(%error, retry_in = ?self.next, "MQTT connection failed");
-        }
-        tokio::time::sleep(self.next).await;
-        self.next = (self.next * 2).min(BACKOFF_MAX);
-        !tx.is_closed()
-    }
-}
-
-async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: mpsc::UnboundedSender<ClientEvent>) {
-    use rumqttc::{Event, Outgoing, Packet};
-    let mut backoff = Backoff::new();
-    loop {
-        let keep_going = match eventloop.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx),
-            Ok(Event::Incoming(Packet::Publish(p))) => tx
-                .send(ClientEvent::Message(Message { topic: p.topic, payload: p.payload.to_vec(), retain: p.retain }))
-                .is_ok(),
-            Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
-            Ok(_) => true,
-            Err(rumqttc::ConnectionError::RequestsDone) => false,
-            Err(e) => backoff.failed(describe_v3(&e), &tx).await,
-        };
-        if !keep_going {
-            break;
-        }
-    }
-    tracing::debug!("MQTT event loop ended");
-}
-
-async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: mpsc::UnboundedSender<ClientEvent>) {
-    use rumqttc::Outgoing;
-    use rumqttc::v5::Event;
-    use rumqttc::v5::mqttbytes::v5::Packet;
-    let mut backoff = Backoff::new();
-    loop {
-        let keep_going = match eventloop.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx),
-            Ok(Event::Incoming(Packet::Publish(p))) => match String::from_utf8(p.topic.to_vec()) {
-                Ok(topic) => tx
-                    .send(ClientEvent::Message(Message { topic, payload: p.payload.to_vec(), retain: p.retain }))
-                    .is_ok(),
-                Err(_) => true,
-            },
-            Ok(Event::Incoming(Packet::Disconnect(d))) => {
-                tracing::warn!(reason = ?d.reason_code, "the broker closed the MQTT session");
-                true
-            }
-            Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
-            Ok(_) => true,
-            Err(rumqttc::v5::ConnectionError::RequestsDone) => false,
-            Err(e) => backoff.failed(describe_v5(&e), &tx).await,
-        };
-        if !keep_going {
-            break;
-        }
-    }
-    tracing::debug!("MQTT event loop ended");
 }
 
 #[cfg(test)]

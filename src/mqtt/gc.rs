@@ -1,21 +1,29 @@
-//! Start-up clean-up of retained topics this bridge left behind in an earlier run: discovery
-//! configs of units, scenes or groups that no longer exist (ghost entities in HA) and state
-//! topics under the base topic that nothing publishes any more.
+//! Clean-up of retained topics this bridge left behind in an earlier run: discovery configs of
+//! units, scenes or groups that no longer exist (ghost entities in HA) and state topics under
+//! the base topic that nothing publishes any more.
 //!
-//! A short-lived second connection subscribes to the discovery configs and to `<base>/#` for a
-//! moment and keeps only retained messages (the broker's store). Each is tied to a scope — the
-//! bridge, or a network by id (discovery object ids start with the network id) or by slug (state
-//! topics) — and is only judged once that network's first full view has arrived: until then the
-//! bridge cannot know what it will want, and a network whose credentials fail keeps its topics.
+//! A scan is a short-lived second connection (`<client_id>-scan`) that subscribes to the
+//! discovery configs and to `<base>/#`: the broker then sends it every retained message there.
+//! Each is tied to a scope — the bridge, or a network by id (discovery object ids start with the
+//! network id) or by slug (state topics) — and judged as it arrives, so a scan holds nothing: on a
+//! site of 25,000 units the broker sends ~400,000 messages (~50 MB), nearly all of them wanted.
+//! That is why a scan waits for the networks ([`Sweeper`]): a message of a network without its
+//! first full view cannot be judged (the bridge cannot know yet what it will want, and a network
+//! whose credentials fail keeps its topics), so it is let go and its scope noted; when that network
+//! loads, another scan judges it.
+//!
 //! A second connection keeps the main one free of duplicate deliveries of command topics.
 
-use super::client::{Client, ClientEvent, Message};
+use super::client::{Client, ClientEvent, Events, Message};
 use super::discovery::{self, ORIGIN_NAME};
 use super::settings::MqttSettings;
+use std::collections::HashSet;
 use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// Which part of the bridge a retained topic belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// The bridge itself.
     Bridge,
@@ -23,15 +31,6 @@ pub enum Scope {
     NetworkKey(String),
     /// A network, by its slug (from a state topic).
     NetworkSlug(String),
-}
-
-/// A retained topic found at start-up, waiting to be judged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// The topic.
-    pub topic: String,
-    /// What it belongs to.
-    pub scope: Scope,
 }
 
 /// The scope of a retained message, or `None` when it is not this bridge's.
@@ -45,53 +44,215 @@ pub fn scope_of(msg: &Message, base: &str, prefix: Option<&str>) -> Option<Scope
         };
     }
     let rest = msg.topic.strip_prefix(prefix?)?.strip_prefix('/')?;
-    let levels: Vec<&str> = rest.split('/').collect();
-    let [_, object_id, "config"] = levels.as_slice() else { return None };
+    let mut levels = rest.split('/');
+    let (Some(_), Some(object_id), Some("config"), None) = (levels.next(), levels.next(), levels.next(), levels.next())
+    else {
+        return None;
+    };
+    // The object id first: the payload is only parsed for configs that may be ours.
+    let id = object_id.strip_prefix(ORIGIN_NAME)?.strip_prefix('_')?;
     let payload: serde_json::Value = serde_json::from_slice(&msg.payload).ok()?;
     if !discovery::is_ours(&payload, base) {
         return None;
     }
-    let id = object_id.strip_prefix(ORIGIN_NAME)?.strip_prefix('_')?;
     if id.starts_with("bridge_") {
         return Some(Scope::Bridge);
     }
     Some(Scope::NetworkKey(id.split('_').next().unwrap_or_default().to_string()))
 }
 
-/// Collects the retained messages on `filters` for `wait`, over a separate connection with the
-/// client id `<client_id>-scan`. Errors are logged; the result is then what was collected.
-pub async fn scan(settings: &MqttSettings, filters: Vec<String>, wait: Duration) -> Vec<Message> {
-    let id = format!("{}-scan", settings.client_id);
-    let (client, mut events, task) = match Client::start(settings, &id, None, super::client::QUIET_INFLIGHT) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot scan for stale retained topics");
-            return Vec::new();
-        }
-    };
-    let mut found = Vec::new();
-    let deadline = tokio::time::sleep(wait);
-    tokio::pin!(deadline);
-    let mut subscribed = false;
-    loop {
-        tokio::select! {
-            _ = &mut deadline => break,
-            ev = events.recv() => match ev {
-                Some(ClientEvent::Connected) if !subscribed => {
-                    subscribed = client.subscribe(&filters).await.is_ok();
-                    // Time starts once the subscription is on its way.
-                    deadline.as_mut().reset(tokio::time::Instant::now() + wait);
-                }
-                Some(ClientEvent::Message(m)) if m.retain && !m.payload.is_empty() => found.push(m),
-                Some(_) => {}
-                None => break,
-            },
+/// Messages a scan's connection reads ahead of the judging: beyond, it waits (and the broker
+/// with it). Unbounded, a scan of 400,000 retained messages once ran ~30,000 ahead (+22 MiB).
+const SCAN_BACKLOG: usize = 256;
+
+/// The longest a scan lasts, however busy the broker keeps it.
+const SCAN_LIMIT: Duration = Duration::from_secs(120);
+
+/// What [`Sweeper::next`] has.
+#[derive(Debug)]
+pub enum Scanned {
+    /// A retained message to judge.
+    Found(Message),
+    /// A scan is over.
+    Done,
+}
+
+/// One scan's connection.
+struct Scan {
+    client: Client,
+    events: Events,
+    task: JoinHandle<()>,
+    subscribed: bool,
+    /// Ends when no retained message came for the sweeper's `quiet` (reset by each).
+    idle_until: Instant,
+    /// Ends at the latest here.
+    limit: Instant,
+    /// Retained messages received.
+    found: usize,
+}
+
+/// When to scan, the scan under way, and the scopes a scan could not judge. The publisher polls
+/// [`Sweeper::next`] and judges what it returns; it tells the sweeper when it connects
+/// ([`Sweeper::connected`]) and when a network has its first full view ([`Sweeper::loaded`]).
+///
+/// The first scan starts `delay` after the connection, pushed back by every network that loads
+/// meanwhile, so that on a normal start-up it runs once, after the last network. A later scan runs
+/// only for a network that loads after a scan saw its topics and could not judge them.
+pub struct Sweeper {
+    settings: MqttSettings,
+    filters: Vec<String>,
+    /// How long the sweeper waits for more networks (and the start-up's publications) before a
+    /// scan.
+    delay: Duration,
+    /// How long a scan waits for more messages before it ends.
+    quiet: Duration,
+    /// When the next scan starts.
+    due: Option<Instant>,
+    /// Whether a scan has started (before, each loaded network pushes the first one back).
+    started: bool,
+    scan: Option<Scan>,
+    /// Scopes of messages a scan let go because their network had not loaded.
+    undecided: HashSet<Scope>,
+    /// A scan found stale topics while the main connection was down: the next connection
+    /// scans again.
+    retry: bool,
+    /// Stale topics cleared by the scan under way.
+    cleared: usize,
+}
+
+impl Sweeper {
+    /// A sweeper that scans `filters` over its own connection with `settings`.
+    pub fn new(settings: MqttSettings, filters: Vec<String>, delay: Duration, quiet: Duration) -> Sweeper {
+        Sweeper {
+            settings,
+            filters,
+            delay,
+            quiet,
+            due: None,
+            started: false,
+            scan: None,
+            undecided: HashSet::new(),
+            retry: false,
+            cleared: 0,
         }
     }
-    let _ = client.disconnect().await;
-    let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
-    tracing::debug!(count = found.len(), "retained topics found at start-up");
-    found
+
+    /// The main connection is up: the first scan is planned; one that could not clear what it
+    /// found (disconnected meanwhile) is planned again.
+    pub fn connected(&mut self) {
+        if !self.started || std::mem::take(&mut self.retry) {
+            self.plan();
+        }
+    }
+
+    /// A network has its first full view. Before the first scan it pushes the scan back; after,
+    /// it calls for another scan when one could not judge its topics (after the scan under way,
+    /// if any).
+    pub fn loaded(&mut self, key: &str, slug: &str) {
+        let seen = self.undecided.remove(&Scope::NetworkKey(key.to_string()))
+            | self.undecided.remove(&Scope::NetworkSlug(slug.to_string()));
+        if !self.started || seen {
+            self.plan();
+        }
+    }
+
+    /// A message of `scope` could not be judged: its network has not loaded.
+    pub fn undecided(&mut self, scope: Scope) {
+        self.undecided.insert(scope);
+    }
+
+    /// What the scan under way found could not all be cleared (the main connection is down):
+    /// the next connection scans again.
+    pub fn retry(&mut self) {
+        self.retry = true;
+    }
+
+    /// A stale topic was cleared.
+    pub fn cleared(&mut self) {
+        self.cleared += 1;
+    }
+
+    fn plan(&mut self) {
+        self.due = Some(Instant::now() + self.delay);
+    }
+
+    /// The next retained message to judge, or the end of a scan. Waits for the next scan when
+    /// none is under way (for ever when none is planned), and ends a scan once it is quiet.
+    /// Cancel-safe: every state change happens between awaits.
+    pub async fn next(&mut self) -> Scanned {
+        loop {
+            let Some(scan) = &mut self.scan else {
+                match self.due {
+                    Some(due) => tokio::time::sleep_until(due).await,
+                    None => std::future::pending().await,
+                }
+                self.start();
+                continue;
+            };
+            let end = scan.idle_until.min(scan.limit);
+            tokio::select! {
+                _ = tokio::time::sleep_until(end) => {
+                    self.finish();
+                    return Scanned::Done;
+                }
+                ev = scan.events.recv() => match ev {
+                    Some(ClientEvent::Connected) if !scan.subscribed => {
+                        // Nothing else is queued on this connection: the request goes out at
+                        // once, without waiting (so the event is not lost to a cancellation).
+                        scan.subscribed = scan.client.subscribe(&self.filters).await.is_ok();
+                        // Quiet is counted from the subscription on.
+                        scan.idle_until = Instant::now() + self.quiet;
+                    }
+                    Some(ClientEvent::Message(m)) if m.retain && !m.payload.is_empty() => {
+                        scan.found += 1;
+                        scan.idle_until = Instant::now() + self.quiet;
+                        return Scanned::Found(m);
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.finish();
+                        return Scanned::Done;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Opens a scan's connection.
+    fn start(&mut self) {
+        self.due = None;
+        self.started = true;
+        self.cleared = 0;
+        let id = format!("{}-scan", self.settings.client_id);
+        match Client::start_paced(&self.settings, &id, super::client::QUIET_INFLIGHT, SCAN_BACKLOG) {
+            Ok((client, events, task)) => {
+                let now = Instant::now();
+                self.scan = Some(Scan {
+                    client,
+                    events,
+                    task,
+                    subscribed: false,
+                    idle_until: now + self.quiet,
+                    limit: now + SCAN_LIMIT,
+                    found: 0,
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot scan for stale retained topics"),
+        }
+    }
+
+    /// Closes the scan under way (in the background).
+    fn finish(&mut self) {
+        let Some(scan) = self.scan.take() else { return };
+        tracing::debug!(found = scan.found, "scan for stale retained topics done");
+        if self.cleared > 0 {
+            tracing::info!(count = self.cleared, "cleared retained topics left by an earlier run");
+        }
+        tokio::spawn(async move {
+            let _ = scan.client.disconnect().await;
+            let _ = tokio::time::timeout(Duration::from_secs(2), scan.task).await;
+        });
+    }
 }
 
 #[cfg(test)]

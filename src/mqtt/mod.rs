@@ -74,10 +74,7 @@ pub async fn run_with(
     let (client, events, mut task) =
         Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), config.mqtt.max_inflight)?;
     let publisher = publisher::Publisher::new(config.clone(), client, commands, tuning.clone());
-    let filters = publisher.scan_filters();
-    let scan_settings = config.mqtt.clone();
-    let scan = tokio::spawn(async move { gc::scan(&scan_settings, filters, tuning.scan).await });
-    publisher.run(updates, events, scan, shutdown).await;
+    publisher.run(updates, events, shutdown).await;
     if tokio::time::timeout(tuning.shutdown_grace, &mut task).await.is_err() {
         tracing::warn!("the MQTT event loop did not stop in time");
         task.abort();

@@ -12,10 +12,10 @@
 //! rejected credentials, an unreachable network) are published on `bridge/error` once connected,
 //! with the time they were raised.
 
-use super::client::{Client, ClientEvent, Message};
+use super::client::{Client, ClientEvent, Events, Message};
 use super::commands::{self, Intake, ResolvedCommand};
 use super::discovery::{self, Discovery};
-use super::gc::{self, Candidate, Scope};
+use super::gc::{self, Scope};
 use super::plan;
 use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
@@ -28,7 +28,7 @@ use crate::cloud::model::Control;
 use chrono::{DateTime, SecondsFormat, Utc};
 use rand::Rng;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -39,7 +39,10 @@ pub const HELD_ERRORS: usize = 32;
 /// Timings of the publisher; the defaults suit production, tests shorten them.
 #[derive(Debug, Clone)]
 pub struct Tuning {
-    /// How long the start-up scan collects retained topics.
+    /// How long the clean-up scan for retained topics of an earlier run waits after the
+    /// connection and after the latest network to load before it starts ([`gc::Sweeper`]).
+    pub scan_delay: Duration,
+    /// How long that scan waits for more retained messages before it ends.
     pub scan: Duration,
     /// Shortest delay before republishing after HA's birth message.
     pub birth_delay_min: Duration,
@@ -52,6 +55,7 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Self {
         Tuning {
+            scan_delay: Duration::from_secs(10),
             scan: Duration::from_secs(2),
             birth_delay_min: Duration::from_millis(500),
             birth_delay_max: Duration::from_millis(3000),
@@ -72,8 +76,11 @@ pub(crate) struct Publisher {
     connected: bool,
     started_at: DateTime<Utc>,
     commands: mpsc::Sender<ResolvedCommand>,
-    /// Retained topics of earlier runs still to be judged (`None` until the scan is done).
-    candidates: Option<Vec<Candidate>>,
+    /// The scans for retained topics of earlier runs.
+    sweeper: gc::Sweeper,
+    /// The scopes of loaded networks, for judging what a scan finds (`None`: to be worked out
+    /// again, after the networks or their slugs changed).
+    scopes: Option<HashSet<Scope>>,
     tuning: Tuning,
     birth_at: Option<Instant>,
     /// `bridge/error` payloads raised while disconnected, sent on the next connection.
@@ -94,6 +101,8 @@ impl Publisher {
             qos: config.mqtt.qos,
         });
         let renderer = Renderer { layout, discovery, attribute_topics: config.output.attribute_topics };
+        let filters = scan_filters(&config);
+        let config_scan = config.mqtt.clone();
         let mut p = Publisher {
             config,
             renderer,
@@ -104,7 +113,8 @@ impl Publisher {
             connected: false,
             started_at: Utc::now(),
             commands,
-            candidates: None,
+            sweeper: gc::Sweeper::new(config_scan, filters, tuning.scan_delay, tuning.scan),
+            scopes: None,
             tuning,
             birth_at: None,
             held_errors: VecDeque::new(),
@@ -114,25 +124,14 @@ impl Publisher {
         p
     }
 
-    /// The filters the start-up scan subscribes to.
-    pub(crate) fn scan_filters(&self) -> Vec<String> {
-        let mut f = vec![format!("{}/#", self.config.mqtt.base_topic)];
-        if self.config.homeassistant.enabled {
-            f.push(format!("{}/+/+/config", self.config.homeassistant.discovery_prefix));
-        }
-        f
-    }
-
     /// Runs until `shutdown` or until the update stream ends; then publishes `offline` and
     /// disconnects.
     pub(crate) async fn run(
         mut self,
         mut updates: mpsc::Receiver<Update>,
-        mut events: mpsc::UnboundedReceiver<ClientEvent>,
-        mut scan: tokio::task::JoinHandle<Vec<Message>>,
+        mut events: Events,
         shutdown: tokio_util::sync::CancellationToken,
     ) {
-        let mut scan_done = false;
         loop {
             let birth = self.birth_at;
             tokio::select! {
@@ -153,20 +152,16 @@ impl Publisher {
                         break;
                     }
                 },
-                r = &mut scan, if !scan_done => {
-                    scan_done = true;
-                    let found = r.unwrap_or_default();
-                    self.on_scan(found).await;
-                }
+                s = self.sweeper.next() => match s {
+                    gc::Scanned::Found(m) => self.judge_scanned(m).await,
+                    gc::Scanned::Done => self.store.forget_index(),
+                },
                 _ = tokio::time::sleep_until(birth.unwrap_or_else(Instant::now)), if birth.is_some() => {
                     self.birth_at = None;
                     tracing::info!("republishing discovery and state after Home Assistant's birth message");
                     self.republish().await;
                 }
             }
-        }
-        if !scan_done {
-            scan.abort();
         }
         self.stop().await;
     }
@@ -218,7 +213,7 @@ impl Publisher {
         let ops = self.store.resync();
         self.send(ops, Batch::Snapshot).await;
         self.republish().await;
-        self.judge_candidates().await;
+        self.sweeper.connected();
         while let Some(error) = self.held_errors.pop_front() {
             self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
         }
@@ -292,6 +287,7 @@ impl Publisher {
         match update {
             Update::Network { view, .. } => {
                 let id = view.status.id.clone();
+                let first = !self.nets.contains_key(&id);
                 let view = std::sync::Arc::unwrap_or_clone(view);
                 let slug = self.nets.get(&id).map(|m| m.slug.clone()).unwrap_or_default();
                 // The discovery configs this network had, for HA's removal steps (the store
@@ -299,7 +295,9 @@ impl Publisher {
                 let old = self.nets.get(&id).map(|m| self.device_configs(m)).unwrap_or_default();
                 self.nets.insert(id.clone(), NetMirror::new(view, slug));
                 self.reslug_networks(Some(&id), &old).await;
-                self.judge_candidates().await;
+                if first && let Some(m) = self.nets.get(&id) {
+                    self.sweeper.loaded(&discovery::key(&id), &m.slug);
+                }
             }
             Update::Status { network, status } => {
                 let Some(m) = self.nets.get_mut(&*network) else {
@@ -354,6 +352,7 @@ impl Publisher {
     /// network whose slug changed, plus `force` (and the bridge info).
     /// `previous`: device configs as they were before the change (for HA's removal steps).
     async fn reslug_networks(&mut self, force: Option<&str>, previous: &[(String, String)]) {
+        self.scopes = None;
         let slugs = topics::assign(
             self.nets.values().map(|m| (m.view.status.id.clone(), m.view.status.name.clone())),
             &["bridge"],
@@ -471,47 +470,30 @@ impl Publisher {
         }
     }
 
-    async fn on_scan(&mut self, found: Vec<Message>) {
-        let base = self.config.mqtt.base_topic.clone();
-        let prefix = self.config.homeassistant.enabled.then(|| self.config.homeassistant.discovery_prefix.clone());
-        let candidates = found
-            .into_iter()
-            .filter_map(|m| gc::scope_of(&m, &base, prefix.as_deref()).map(|scope| Candidate { topic: m.topic, scope }))
-            .collect();
-        self.candidates = Some(candidates);
-        self.judge_candidates().await;
-    }
-
-    /// Clears the start-up candidates whose scope is known now and that nothing wants.
-    async fn judge_candidates(&mut self) {
-        // While disconnected nothing can be cleared: judge everything again after the next
-        // connection.
-        if !self.connected {
+    /// Judges a retained message a scan found: it is cleared when its network has loaded and
+    /// nothing wants it; a message of a network that has not loaded is let go (its scope noted,
+    /// so that the network is scanned again once it loads).
+    async fn judge_scanned(&mut self, m: Message) {
+        let base = &self.config.mqtt.base_topic;
+        let prefix = self.config.homeassistant.enabled.then_some(self.config.homeassistant.discovery_prefix.as_str());
+        let Some(scope) = gc::scope_of(&m, base, prefix) else { return };
+        let decidable =
+            scope == Scope::Bridge || self.scopes.get_or_insert_with(|| loaded_scopes(&self.nets)).contains(&scope);
+        if !decidable {
+            self.sweeper.undecided(scope);
             return;
         }
-        let Some(candidates) = self.candidates.take() else { return };
-        let mut keep = Vec::new();
-        let mut stale = Vec::new();
-        for c in candidates {
-            let decidable = match &c.scope {
-                Scope::Bridge => true,
-                Scope::NetworkKey(k) => self.nets.keys().any(|id| discovery::key(id) == *k),
-                Scope::NetworkSlug(s) => self.nets.values().any(|m| m.slug == *s),
-            };
-            if !decidable {
-                keep.push(c);
-            } else if !self.store.is_desired(&c.topic) && !self.store.is_published(&c.topic) {
-                stale.push(c.topic);
-            }
+        if self.store.is_desired(&m.topic) || self.store.is_published(&m.topic) {
+            return;
         }
-        self.candidates = Some(keep);
-        if !stale.is_empty() {
-            tracing::info!(count = stale.len(), "clearing retained topics left by an earlier run");
+        if !self.connected {
+            self.sweeper.retry();
+            return;
         }
+        tracing::debug!(topic = %m.topic, "clearing stale retained topic");
         let qos = self.qos_of(Batch::Snapshot);
-        for topic in stale {
-            tracing::debug!(%topic, "clearing stale retained topic");
-            let _ = self.client.publish_at(topic, "", true, qos).await;
+        if self.client.publish_at(m.topic, "", true, qos).await.is_ok() {
+            self.sweeper.cleared();
         }
     }
 
@@ -538,4 +520,20 @@ enum Batch {
 /// Publications of every topic in `topics`.
 fn publications(topics: Topics) -> Vec<Op> {
     topics.into_iter().map(|(topic, payload)| Op::Publish { topic, payload, previous: None }).collect()
+}
+
+/// The filters of the clean-up scans: the base topic and, with discovery, the configs.
+fn scan_filters(config: &Config) -> Vec<String> {
+    let mut f = vec![format!("{}/#", config.mqtt.base_topic)];
+    if config.homeassistant.enabled {
+        f.push(format!("{}/+/+/config", config.homeassistant.discovery_prefix));
+    }
+    f
+}
+
+/// The scopes of the loaded networks: each by its id's key and by its slug.
+fn loaded_scopes(nets: &BTreeMap<String, NetMirror>) -> HashSet<Scope> {
+    nets.iter()
+        .flat_map(|(id, m)| [Scope::NetworkKey(discovery::key(id)), Scope::NetworkSlug(m.slug.clone())])
+        .collect()
 }

@@ -9,15 +9,16 @@
 //! on a site of 25,000 units the payloads are ~50 MB (most of it discovery configs) and the
 //! bridge's mirror can render any of them again in microseconds. Topic names are kept once, in
 //! the owners' lists (an attribute topic as the number of its level alone); the other maps are
-//! keyed by the topic's fingerprint. What needs a payload again — a republication after a
-//! reconnection or Home Assistant's birth, the text of a previous discovery config — renders it
-//! from the mirror ([`super::plan`], [`super::publisher`]).
+//! keyed by the topic's fingerprint, and hold whole names only: an attribute topic is its owner's
+//! alone, and its slot's print is all that is kept of it. What needs a payload again — a
+//! republication after a reconnection or Home Assistant's birth, the text of a previous discovery
+//! config — renders it from the mirror ([`super::plan`], [`super::publisher`]).
 
 use super::render::{Owner, Topics};
 use super::state_text::{Leaf, StateText, is_leaf_of, level_at, level_index};
 // foldhash: the store hashes every topic it publishes; SipHash's DoS resistance buys nothing
 // for topics this process made itself, and costs several times more per lookup.
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 
 /// One broker operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,9 +205,16 @@ pub struct Store {
     /// Boxed slices and strings: a list never grows in place, and each is a word shorter than
     /// a `Vec` or a `String`.
     desired: HashMap<Owner, Wants>,
-    /// What is known of each topic that is wanted or published, by the topic's fingerprint. One
-    /// map for both: on a big site it holds 400,000 topics, and one entry costs less than two.
+    /// What is known of each whole topic name that is wanted or published, by the name's
+    /// fingerprint: how many owners want it, what was published there. An attribute topic has no
+    /// entry (on a big site 320,000 of the 400,000 topics, 6.7 MB of map): it belongs to the
+    /// owner of the whole name it is below, and its slot's print is what was last handed over
+    /// (every connection publishes everything again, so that is what the broker has).
     topics: HashMap<u64, TopicState>,
+    /// The sorted fingerprints of every wanted attribute topic, while a scan for stale topics
+    /// asks ([`Store::is_desired`]); dropped when the owners' names change, and by
+    /// [`Store::forget_index`].
+    attributes: Option<Box<[u64]>>,
     /// Names of published topics that nobody wants any more, until their clear reaches the
     /// client (while disconnected, the next connection's resync clears them).
     orphans: HashMap<u64, Box<str>>,
@@ -283,7 +291,8 @@ fn note_state(
     }
     *slot = with_print(*slot, new);
     let topic = topic();
-    if topics.get(&fingerprint(&topic)).map(|t| t.published()) != Some(new) {
+    // An attribute topic's slot is its only record: a changed print is a publication.
+    if slot_level(*slot) != WHOLE || topics.get(&fingerprint(&topic)).map(|t| t.published()) != Some(new) {
         // State topics are never discovery configs, so no `previous` is needed.
         ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None });
     }
@@ -293,40 +302,80 @@ impl Store {
     /// Sets what `owner` wants and returns the operations that bring the broker there: changed
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
     pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
-        let old = self.desired.remove(&owner).map(|wants| wants.full_names()).unwrap_or_default();
+        let old = self.desired.remove(&owner);
+        let old_slots: &[u64] = old.as_ref().map_or(&[], |w| &w.slots);
+        let old_names = old.as_ref().map(Wants::full_names).unwrap_or_default();
         // The common case (a state change) keeps the owner's topics: the counts then stay as
         // they are and nothing can become unwanted.
-        let same_topics = old.len() == topics.len() && old.iter().zip(&topics).all(|(a, b)| *a == b.0);
-        if !same_topics {
-            for topic in &old {
-                self.unwant(fingerprint(topic));
-            }
-        }
+        let same_topics = old_names.len() == topics.len() && old_names.iter().zip(&topics).all(|(a, b)| *a == b.0);
         let new = compact(&topics);
-        let mut ops = Vec::new();
-        for ((topic, payload), slot) in topics.into_iter().zip(&new.slots) {
-            let key = fingerprint(&topic);
-            if !same_topics {
-                self.want(key);
+        let mut clears = Vec::new();
+        // What the old attribute topics last had, by name (their slots are their only record).
+        let mut old_prints: HashMap<&str, u64> = HashMap::default();
+        if !same_topics {
+            self.attributes = None;
+            for (name, slot) in old_names.iter().zip(old_slots) {
+                if slot_level(*slot) == WHOLE {
+                    self.unwant(fingerprint(name));
+                } else {
+                    old_prints.insert(name, print_of(*slot));
+                }
+            }
+            for ((topic, _), slot) in topics.iter().zip(&new.slots) {
+                let key = fingerprint(topic);
+                if slot_level(*slot) == WHOLE {
+                    self.want(key);
+                }
                 self.orphans.remove(&key);
             }
-            if self.published(key) != Some(print_of(*slot)) {
+            clears = self.unwanted(&old_names, old_slots, &topics);
+        }
+        let mut ops = Vec::new();
+        for (i, ((topic, payload), slot)) in topics.into_iter().zip(&new.slots).enumerate() {
+            let print = print_of(*slot);
+            let last = if slot_level(*slot) == WHOLE {
+                self.published(fingerprint(&topic))
+            } else if same_topics {
+                old_slots.get(i).map(|s| print_of(*s))
+            } else {
+                old_prints.get(topic.as_str()).copied()
+            };
+            if last != Some(print) {
                 ops.push(Op::Publish { topic, payload, previous: None });
             }
         }
-        if !same_topics {
-            for topic in old {
-                let key = fingerprint(&topic);
-                if !self.is_wanted(key) && self.published(key).is_some() {
-                    self.orphans.insert(key, topic.as_str().into());
-                    ops.push(Op::Clear { topic });
-                }
-            }
+        for topic in clears {
+            self.orphans.insert(fingerprint(&topic), topic.as_str().into());
+            ops.push(Op::Clear { topic });
         }
         if !new.slots.is_empty() {
             self.desired.insert(owner, new);
         }
         ops
+    }
+
+    /// The old topics of an owner (`names`, `slots`) that must be cleared now that it wants
+    /// `topics` (the counts already moved): a whole name nobody wants that was published; an
+    /// attribute topic that is not among `topics` and whose whole name no other owner wants (one
+    /// that does is taken to have it too: owners share a name only while a rename moves it).
+    fn unwanted(&self, names: &[String], slots: &[u64], topics: &Topics) -> Vec<String> {
+        let new_names: HashSet<&str> = topics.iter().map(|(t, _)| t.as_str()).collect();
+        let mut base = "";
+        let mut clears = Vec::new();
+        for (name, slot) in names.iter().zip(slots) {
+            let key = fingerprint(name);
+            let stale = if slot_level(*slot) == WHOLE {
+                base = name;
+                !self.is_wanted(key) && self.published(key).is_some()
+            } else {
+                let others = self.wanted_by(fingerprint(base)).saturating_sub(u64::from(new_names.contains(base)));
+                !new_names.contains(name.as_str()) && others == 0
+            };
+            if stale {
+                clears.push(name.clone());
+            }
+        }
+        clears
     }
 
     /// One owner more wants the topic with fingerprint `key`.
@@ -351,9 +400,14 @@ impl Store {
         }
     }
 
-    /// Whether some owner wants the topic with fingerprint `key`.
+    /// How many owners want the whole name with fingerprint `key`.
+    fn wanted_by(&self, key: u64) -> u64 {
+        self.topics.get(&key).map_or(0, |t| t.wanted())
+    }
+
+    /// Whether some owner wants the whole name with fingerprint `key`.
     fn is_wanted(&self, key: u64) -> bool {
-        self.topics.get(&key).is_some_and(|t| t.wanted() > 0)
+        self.wanted_by(key) > 0
     }
 
     /// The print of what was last published on the topic with fingerprint `key`.
@@ -453,7 +507,11 @@ impl Store {
         match receipt {
             Receipt::Published { key, payload } => {
                 self.cleared.remove(&key);
-                self.topics.entry(key).or_default().set_published(payload);
+                // Only whole names have an entry (every one wanted has); an attribute topic's
+                // slot already holds its print.
+                if let Some(t) = self.topics.get_mut(&key) {
+                    t.set_published(payload);
+                }
             }
             Receipt::Cleared { key, topic } => {
                 if let Some(t) = self.topics.get_mut(&key) {
@@ -484,9 +542,31 @@ impl Store {
         stale.into_iter().map(|topic| Op::Clear { topic }).collect()
     }
 
-    /// Whether some owner wants `topic`.
-    pub fn is_desired(&self, topic: &str) -> bool {
-        self.is_wanted(fingerprint(topic))
+    /// Whether some owner wants `topic`. An attribute topic is looked up in an index of them all
+    /// (2.6 MB on a big site), made at the first such question and kept until the owners' names
+    /// change or [`Store::forget_index`]: a scan for stale topics asks about every topic.
+    pub fn is_desired(&mut self, topic: &str) -> bool {
+        let key = fingerprint(topic);
+        if self.is_wanted(key) {
+            return true;
+        }
+        let desired = &self.desired;
+        let index = self.attributes.get_or_insert_with(|| {
+            let mut keys: Vec<u64> = desired
+                .values()
+                .flat_map(|w| w.full_names().into_iter().zip(w.slots.iter()))
+                .filter(|(_, slot)| slot_level(**slot) != WHOLE)
+                .map(|(name, _)| fingerprint(&name))
+                .collect();
+            keys.sort_unstable();
+            keys.into_boxed_slice()
+        });
+        index.binary_search(&key).is_ok()
+    }
+
+    /// Drops the index [`Store::is_desired`] made (the scan that asked is over).
+    pub fn forget_index(&mut self) {
+        self.attributes = None;
     }
 
     /// Whether this process has published `topic` (and not cleared it).
@@ -499,14 +579,15 @@ impl Store {
         self.published(fingerprint(topic)) == Some(payload_print(text))
     }
 
-    /// How many topics are wanted (for tests: it walks the whole map).
+    /// How many topics are wanted (for tests: it walks everything).
     pub fn len(&self) -> usize {
-        self.topics.values().filter(|t| t.wanted() > 0).count()
+        let attributes = self.desired.values().flat_map(|w| w.slots.iter()).filter(|s| slot_level(**s) != WHOLE);
+        self.topics.values().filter(|t| t.wanted() > 0).count() + attributes.count()
     }
 
     /// Whether no topic is wanted.
     pub fn is_empty(&self) -> bool {
-        self.topics.values().all(|t| t.wanted() == 0)
+        self.desired.is_empty() && self.topics.values().all(|t| t.wanted() == 0)
     }
 }
 
@@ -700,6 +781,59 @@ mod tests {
         text.push(Leaf::Below("state"), "OFF");
         assert!(s.update_state(&o, &text, |t| t == "lamp").is_none(), "`lamp/state` is not what is kept");
         assert!(s.wants(&o, &topics));
+    }
+
+    #[test]
+    fn attribute_topics_have_no_map_entry_and_are_published_when_their_print_changes() {
+        let mut s = Store::default();
+        let o = Owner::Unit("n".into(), 1);
+        let ops = s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON"), ("lamp/brightness", "10")]));
+        assert_eq!(ops.len(), 3);
+        apply(&mut s, &ops);
+        assert_eq!(s.topics.len(), 1, "only the whole name has an entry");
+        assert_eq!(s.len(), 3);
+        let ops = s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON"), ("lamp/brightness", "20")]));
+        assert_eq!(ops, vec![publish("lamp/brightness", "20")]);
+        apply(&mut s, &ops);
+        assert!(s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON"), ("lamp/brightness", "20")])).is_empty());
+        // A new name before them: the attribute topics keep their prints by name.
+        let ops = s.set(o.clone(), t(&[("cfg", "x"), ("lamp", "{}"), ("lamp/state", "ON"), ("lamp/brightness", "20")]));
+        assert_eq!(ops, vec![publish("cfg", "x")]);
+    }
+
+    #[test]
+    fn an_attribute_topic_an_owner_no_longer_has_is_cleared_under_its_live_state_topic() {
+        let mut s = Store::default();
+        let o = Owner::Unit("n".into(), 1);
+        let ops = s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON"), ("lamp/temperature", "3000")]));
+        apply(&mut s, &ops);
+        assert!(s.is_desired("lamp/temperature"));
+        let ops = s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON")]));
+        assert_eq!(ops, vec![clear("lamp/temperature")]);
+        apply(&mut s, &ops);
+        assert!(s.is_desired("lamp") && s.is_desired("lamp/state"));
+        assert!(!s.is_desired("lamp/temperature"), "the index follows the change");
+        assert!(!s.is_desired("lamp/brightness"), "a level nobody has under a wanted name is stale");
+    }
+
+    #[test]
+    fn two_owners_swapping_names_keep_every_attribute_topic() {
+        let mut s = Store::default();
+        let (a, b) = (Owner::Unit("n".into(), 1), Owner::Unit("n".into(), 2));
+        let named = |name: &str, v: &str| t(&[(name, "{}"), (&format!("{name}/state"), v)]);
+        let ops = s.set(a.clone(), named("lamp", "ON"));
+        apply(&mut s, &ops);
+        let ops = s.set(b.clone(), named("desk", "OFF"));
+        apply(&mut s, &ops);
+        // A rename swaps their names, one owner at a time.
+        let ops = s.set(a.clone(), named("desk", "ON"));
+        // `desk` already holds this text (b published it); its state differs.
+        assert_eq!(ops, vec![publish("desk/state", "ON"), clear("lamp"), clear("lamp/state")]);
+        apply(&mut s, &ops);
+        let ops = s.set(b.clone(), named("lamp", "OFF"));
+        assert_eq!(ops, vec![publish("lamp", "{}"), publish("lamp/state", "OFF")], "desk/state is a's now");
+        apply(&mut s, &ops);
+        assert!(["lamp", "lamp/state", "desk", "desk/state"].iter().all(|t| s.is_desired(t)));
     }
 
     #[test]

@@ -332,6 +332,7 @@ pub fn config(url: &str, mode: DiscoveryMode, protocol: Protocol) -> Config {
 /// Short timings for tests.
 pub fn tuning() -> Tuning {
     Tuning {
+        scan_delay: Duration::from_millis(500),
         scan: Duration::from_millis(500),
         birth_delay_min: Duration::from_millis(100),
         birth_delay_max: Duration::from_millis(300),

@@ -1,0 +1,146 @@
+//! The task that polls a connection's event loop and reports its [`ClientEvent`]s, and the
+//! channel they go through: unbounded for the publishing connection (see the parent module),
+//! bounded for a connection whose consumer sets the pace.
+
+use super::{ClientEvent, Message, describe_v3, describe_v5};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// First and longest wait between reconnection attempts.
+const BACKOFF_START: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// The polling task's end of the events channel.
+pub(super) enum EventSender {
+    /// Never waits.
+    Unbounded(mpsc::UnboundedSender<ClientEvent>),
+    /// Waits while the consumer is behind.
+    Paced(mpsc::Sender<ClientEvent>),
+}
+
+impl EventSender {
+    /// Sends `event`; false once the consumer is gone.
+    async fn send(&self, event: ClientEvent) -> bool {
+        match self {
+            EventSender::Unbounded(tx) => tx.send(event).is_ok(),
+            EventSender::Paced(tx) => tx.send(event).await.is_ok(),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            EventSender::Unbounded(tx) => tx.is_closed(),
+            EventSender::Paced(tx) => tx.is_closed(),
+        }
+    }
+}
+
+/// What a connection reports, in order ([`super::Client::start`]).
+#[derive(Debug)]
+pub enum Events {
+    /// The publishing connection's.
+    Unbounded(mpsc::UnboundedReceiver<ClientEvent>),
+    /// A paced connection's ([`super::Client::start_paced`]).
+    Paced(mpsc::Receiver<ClientEvent>),
+}
+
+impl Events {
+    /// The next event; `None` once the polling task has ended. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<ClientEvent> {
+        match self {
+            Events::Unbounded(rx) => rx.recv().await,
+            Events::Paced(rx) => rx.recv().await,
+        }
+    }
+}
+
+/// Backoff state of the polling task.
+struct Backoff {
+    next: Duration,
+    connected: bool,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { next: BACKOFF_START, connected: false }
+    }
+
+    async fn connected(&mut self, tx: &EventSender) -> bool {
+        self.next = BACKOFF_START;
+        self.connected = true;
+        crate::health::metrics::metrics().mqtt_connected.set(1);
+        tx.send(ClientEvent::Connected).await
+    }
+
+    /// Reports the loss once, then waits before the next attempt.
+    async fn failed(&mut self, error: String, tx: &EventSender) -> bool {
+        if std::mem::replace(&mut self.connected, false) {
+            tracing::warn!(%error, "MQTT connection lost; reconnecting");
+            crate::health::metrics::metrics().mqtt_connected.set(0);
+            crate::health::metrics::metrics().reconnect("mqtt");
+            if !tx.send(ClientEvent::Disconnected).await {
+                return false;
+            }
+        } else {
+            tracing::warn!(%error, retry_in = ?self.next, "MQTT connection failed");
+        }
+        tokio::time::sleep(self.next).await;
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        !tx.is_closed()
+    }
+}
+
+/// Polls an MQTT 3.1.1 event loop until the client disconnects or the consumer is gone.
+pub(super) async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: EventSender) {
+    use rumqttc::{Event, Outgoing, Packet};
+    let mut backoff = Backoff::new();
+    loop {
+        let keep_going = match eventloop.poll().await {
+            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx).await,
+            Ok(Event::Incoming(Packet::Publish(p))) => {
+                tx.send(ClientEvent::Message(Message { topic: p.topic, payload: p.payload.to_vec(), retain: p.retain }))
+                    .await
+            }
+            Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
+            Ok(_) => true,
+            Err(rumqttc::ConnectionError::RequestsDone) => false,
+            Err(e) => backoff.failed(describe_v3(&e), &tx).await,
+        };
+        if !keep_going {
+            break;
+        }
+    }
+    tracing::debug!("MQTT event loop ended");
+}
+
+/// Polls an MQTT 5 event loop until the client disconnects or the consumer is gone.
+pub(super) async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: EventSender) {
+    use rumqttc::Outgoing;
+    use rumqttc::v5::Event;
+    use rumqttc::v5::mqttbytes::v5::Packet;
+    let mut backoff = Backoff::new();
+    loop {
+        let keep_going = match eventloop.poll().await {
+            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx).await,
+            Ok(Event::Incoming(Packet::Publish(p))) => match String::from_utf8(p.topic.to_vec()) {
+                Ok(topic) => {
+                    tx.send(ClientEvent::Message(Message { topic, payload: p.payload.to_vec(), retain: p.retain }))
+                        .await
+                }
+                Err(_) => true,
+            },
+            Ok(Event::Incoming(Packet::Disconnect(d))) => {
+                tracing::warn!(reason = ?d.reason_code, "the broker closed the MQTT session");
+                true
+            }
+            Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
+            Ok(_) => true,
+            Err(rumqttc::v5::ConnectionError::RequestsDone) => false,
+            Err(e) => backoff.failed(describe_v5(&e), &tx).await,
+        };
+        if !keep_going {
+            break;
+        }
+    }
+    tracing::debug!("MQTT event loop ended");
+}
