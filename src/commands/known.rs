@@ -37,8 +37,6 @@ pub enum Key {
 /// One unit.
 #[derive(Debug, Clone)]
 pub struct UnitInfo {
-    /// Name for messages (the id when the name is unknown).
-    pub name: String,
     /// The merged state last reported.
     pub state: Arc<UnitState>,
     /// Capabilities (controls merged with the fixture's).
@@ -50,9 +48,14 @@ pub struct UnitInfo {
 impl UnitInfo {
     fn new(state: Arc<UnitState>, fixture: Option<&Fixture>, last_level: Option<f64>) -> UnitInfo {
         let caps = Caps::of(&state, fixture);
-        let name = state.name.as_deref().map_or_else(|| state.id.to_string(), str::to_string);
         let last_level = dimmer(&state).filter(|v| *v > 0.0).or(last_level).unwrap_or(DEFAULT_ON_LEVEL);
-        UnitInfo { name, state, caps, last_level }
+        UnitInfo { state, caps, last_level }
+    }
+
+    /// The name for messages (the id when the name is unknown). Made when asked, from the state:
+    /// a copy per unit would be kept for the rare refused command (25,000 of them on a big site).
+    pub fn name(&self) -> String {
+        self.state.name.as_deref().map_or_else(|| self.state.id.to_string(), str::to_string)
     }
 
     /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).

@@ -64,7 +64,7 @@ fn level_of(b: u8) -> f64 {
 /// The unit of a key, or why it cannot take commands.
 fn unit(net: &NetworkInfo, id: u32) -> Result<&UnitInfo, CommandError> {
     let u = net.units.get(&id).ok_or_else(|| unknown("unit", id, net))?;
-    if u.caps.is_light() { Ok(u) } else { Err(CommandError::NotALight(u.name.clone())) }
+    if u.caps.is_light() { Ok(u) } else { Err(CommandError::NotALight(u.name())) }
 }
 
 fn unknown(kind: &'static str, id: u32, net: &NetworkInfo) -> CommandError {
@@ -73,7 +73,7 @@ fn unknown(kind: &'static str, id: u32, net: &NetworkInfo) -> CommandError {
 
 /// Checks a unit command against the unit's capabilities.
 fn check_unit(c: &LightCommand, u: &UnitInfo) -> Result<(), CommandError> {
-    let missing = |control| Err(CommandError::Unsupported { unit: u.name.clone(), control });
+    let missing = |control| Err(CommandError::Unsupported { unit: u.name(), control });
     if c.color.is_some() && !u.caps.color {
         return missing("colour");
     }
