@@ -59,7 +59,7 @@ fn frame(body: &str) -> Vec<u8> {
 
 fn unit_of(frame: &[u8]) -> UnitState {
     match parse_frame(frame).expect("frame parses") {
-        ServerMessage::UnitChanged { unit, .. } => unit,
+        ServerMessage::UnitChanged { unit, .. } => *unit,
         other => panic!("not a unitChanged: {other:?}"),
     }
 }
@@ -247,7 +247,7 @@ fn pipeline_unchanged(bencher: Bencher) {
         let Ok(ServerMessage::UnitChanged { unit, .. }) = parse_frame(black_box(&f.frame_a)) else {
             panic!("frame parses")
         };
-        let delta = f.view.apply_unit(unit, true);
+        let delta = f.view.apply_unit(*unit, true);
         assert!(!delta.changed);
         delta
     });
@@ -270,7 +270,7 @@ fn pipeline_changed(bencher: Bencher) {
                 panic!("frame parses")
             };
             let id = unit.id;
-            let delta = f.view.apply_unit(unit, true);
+            let delta = f.view.apply_unit(*unit, true);
             let mut ops = Vec::new();
             if delta.changed
                 && let Some(unit) = f.view.units.get(&id).cloned()

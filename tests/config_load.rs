@@ -46,7 +46,8 @@ fn assert_defaults(c: &Config) {
     assert_eq!(c.mqtt.qos, 1);
     assert_eq!(c.mqtt.snapshot_qos, 0);
     assert_eq!(c.mqtt.protocol, Protocol::V5);
-    assert_eq!(c.mqtt.max_inflight, 8192);
+    assert_eq!(c.mqtt.max_inflight, None);
+    assert_eq!(c.mqtt.inflight(), 1024, "snapshots at QoS 0: a window for changes");
     assert!(c.homeassistant.enabled);
     assert_eq!(c.homeassistant.discovery_prefix, "homeassistant");
     assert_eq!(c.homeassistant.status_topic, "homeassistant/status");
@@ -137,7 +138,8 @@ fn env_overrides_win_over_keys_present_in_the_file() {
     assert_eq!(c.mqtt.url, "mqtt://other:1884");
     assert_eq!(c.cloud.poll_interval, Duration::from_secs(7));
     assert_eq!(c.mqtt.qos, 0);
-    assert_eq!(c.mqtt.max_inflight, 65535);
+    assert_eq!(c.mqtt.max_inflight, Some(65535));
+    assert_eq!(c.mqtt.inflight(), 65535);
     assert!(c.homeassistant.enabled);
     assert_eq!(c.cloud.api_key.expose(), "env-key");
     assert_eq!(c.networks[1].email, "env@example.com");

@@ -203,7 +203,7 @@ fn parse_everything(bytes: &[u8]) {
         let text = msg.to_json().expect("a parsed frame serialises");
         if let ServerMessage::UnitChanged { unit, .. } = &msg {
             let mut view = NetworkView::new("n");
-            view.apply_unit(unit.clone(), true);
+            view.apply_unit((**unit).clone(), true);
             render_all(&view);
             direct_json_is_serdes(unit);
             // What was parsed parses again to the same thing (controls up to `3.0` → `3`).
@@ -549,7 +549,7 @@ fn unit_changed() -> impl Strategy<Value = GenFrame> {
                 active_scene_id,
                 controls: controls.as_ref().map(|c| c.iter().map(|(_, t)| t.clone()).collect()),
                 dim_level,
-                details: details.clone(),
+                details: details.clone().map(Box::new),
             };
             let mut fields: Vec<(String, Value)> = vec![
                 ("method".into(), json!("unitChanged")),
@@ -639,7 +639,7 @@ proptest! {
         let text = object_text(&g.fields);
         let parsed = parse_frame(text.as_bytes());
         prop_assert!(parsed.is_ok(), "{text}: {parsed:?}");
-        prop_assert_eq!(parsed.unwrap(), ServerMessage::UnitChanged { wire: g.wire, unit: g.unit.clone() });
+        prop_assert_eq!(parsed.unwrap(), ServerMessage::UnitChanged { wire: g.wire, unit: Box::new(g.unit.clone()) });
         // The REST path (unit state endpoint, units of the network state) reads the same object
         // to the same state.
         let rest: UnitState = serde_json::from_str(&text).unwrap();
@@ -648,8 +648,8 @@ proptest! {
         let state: NetworkState = serde_json::from_str(&state_text).unwrap();
         prop_assert_eq!(state.units.get(&g.unit.id.to_string()), Some(&g.unit));
         // And what the bridge would send on parses back to the same state.
-        let again = ServerMessage::UnitChanged { wire: g.wire, unit: g.unit.clone() }.to_json().unwrap();
-        let expected = ServerMessage::UnitChanged { wire: g.wire, unit: g.unit };
+        let again = ServerMessage::UnitChanged { wire: g.wire, unit: Box::new(g.unit.clone()) }.to_json().unwrap();
+        let expected = ServerMessage::UnitChanged { wire: g.wire, unit: Box::new(g.unit) };
         prop_assert_eq!(parse_frame(again.as_bytes()).unwrap(), expected);
     }
 

@@ -292,7 +292,7 @@ impl Supervisor {
                 let id = unit.id;
                 let old_scene = run.view.units.get(&id).and_then(|u| u.active_scene_id);
                 let live = Instant::now() >= run.burst_until;
-                let delta = run.view.apply_unit(unit, live);
+                let delta = run.view.apply_unit(*unit, live);
                 if delta.changed
                     && let Some(unit) = run.view.units.get(&id).cloned()
                 {

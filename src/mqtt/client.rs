@@ -22,12 +22,18 @@ use poll::{EventSender, poll_v3, poll_v5};
 const MAX_PACKET: usize = 256 * 1024;
 /// Requests queued towards the event loop before `publish` waits.
 const REQUEST_CAPACITY: usize = 1024;
-/// Default of `mqtt.max_inflight`: most unacknowledged QoS 1/2 publications of the publishing
-/// connection (MQTT 5; the broker's Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B), 14 MB at its
-/// default of 65,535. A small window costs CPU instead: once it is full the event loop goes in
-/// lock-step, one acknowledgement read for each publication written (at 25,000 units' start-up,
-/// 256 slots took 8.1–8.4 s of bridge CPU, 8,192 slots 6.0–6.2 s, measured back to back).
-pub const PUBLISHING_INFLIGHT: u16 = 8192;
+/// Default of `mqtt.max_inflight` (see [`crate::mqtt::MqttSettings::inflight`]): most
+/// unacknowledged QoS 1/2 publications of the publishing connection (MQTT 5; the broker's
+/// Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B; 14 MB at
+/// its default of 65,535). With snapshots at QoS 0 (the default) only changes are acknowledged:
+/// 1,024 covers a 250-unit scene's burst (~1,000 messages) and takes 0.2 MB instead of 1.8 MB.
+pub const PUBLISHING_INFLIGHT: u16 = 1024;
+/// Default of `mqtt.max_inflight` with `snapshot_qos` 1 or 2. A small window costs CPU there:
+/// once it is full the event loop goes in lock-step, one acknowledgement read for each
+/// publication written (at 25,000 units' start-up, 256 slots took 8.1–8.4 s of bridge CPU,
+/// 8,192 slots 6.0–6.2 s, measured back to back; 1,024 slots 4.80 / 5.74 s against 3.91 /
+/// 5.09 s for 8,192, two pairs of runs, BENCHMARKS.md "Scale").
+pub const SNAPSHOT_INFLIGHT: u16 = 8192;
 /// The MQTT 3.1.1 window is rumqttc's default (its slots are allocated up front too).
 const V3_INFLIGHT: u16 = 100;
 /// The window of a connection that publishes nothing retained (the start-up scan).

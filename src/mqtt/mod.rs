@@ -72,7 +72,7 @@ pub async fn run_with(
     let layout = topics::Layout::new(&config.mqtt.base_topic);
     let will = Will { topic: layout.bridge_state(), payload: "offline".into() };
     let (client, events, mut task) =
-        Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), config.mqtt.max_inflight)?;
+        Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), config.mqtt.inflight())?;
     let publisher = publisher::Publisher::new(config.clone(), client, commands, tuning.clone());
     publisher.run(updates, events, shutdown).await;
     if tokio::time::timeout(tuning.shutdown_grace, &mut task).await.is_err() {

@@ -74,8 +74,20 @@ pub struct MqttSettings {
     pub protocol: Protocol,
     /// Most unacknowledged QoS 1/2 publications (MQTT 5; the broker's Receive Maximum can lower
     /// it). Each slot costs ~216 bytes up front; a larger window helps only a broker with a long
-    /// round trip.
-    pub max_inflight: u16,
+    /// round trip. Unset: [`MqttSettings::inflight`] picks one from `snapshot_qos`.
+    pub max_inflight: Option<u16>,
+}
+
+impl MqttSettings {
+    /// The publishing connection's in-flight window: `max_inflight` if set, else
+    /// [`crate::mqtt::client::SNAPSHOT_INFLIGHT`] when snapshots go out at QoS 1 or 2 (a big
+    /// site's start-up then has tens of thousands of publications in flight) and
+    /// [`crate::mqtt::client::PUBLISHING_INFLIGHT`] otherwise (only changes, a scene's burst at
+    /// most, are acknowledged).
+    pub fn inflight(&self) -> u16 {
+        use crate::mqtt::client::{PUBLISHING_INFLIGHT, SNAPSHOT_INFLIGHT};
+        self.max_inflight.unwrap_or(if self.snapshot_qos > 0 { SNAPSHOT_INFLIGHT } else { PUBLISHING_INFLIGHT })
+    }
 }
 
 impl Default for MqttSettings {
@@ -91,7 +103,7 @@ impl Default for MqttSettings {
             qos: 1,
             snapshot_qos: 0,
             protocol: Protocol::V5,
-            max_inflight: crate::mqtt::client::PUBLISHING_INFLIGHT,
+            max_inflight: None,
         }
     }
 }
@@ -206,7 +218,7 @@ impl Config {
                 return invalid(key, format!("must be 0, 1 or 2, got {qos}"));
             }
         }
-        if m.max_inflight == 0 {
+        if m.max_inflight == Some(0) {
             return invalid("mqtt.max_inflight", "must be 1..65535, got 0".into());
         }
         if m.client_id.is_empty() {
@@ -258,6 +270,19 @@ mod tests {
         assert_eq!(c.homeassistant.discovery, DiscoveryMode::Device);
         assert!(c.output.attribute_topics);
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn the_inflight_window_follows_the_snapshot_qos_unless_set() {
+        let mut m = MqttSettings::default();
+        assert_eq!(m.inflight(), crate::mqtt::client::PUBLISHING_INFLIGHT);
+        m.snapshot_qos = 1;
+        assert_eq!(m.inflight(), crate::mqtt::client::SNAPSHOT_INFLIGHT);
+        const { assert!(crate::mqtt::client::SNAPSHOT_INFLIGHT > crate::mqtt::client::PUBLISHING_INFLIGHT) };
+        m.max_inflight = Some(300);
+        assert_eq!(m.inflight(), 300);
+        m.snapshot_qos = 0;
+        assert_eq!(m.inflight(), 300);
     }
 
     #[test]

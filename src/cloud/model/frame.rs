@@ -22,9 +22,11 @@ use super::{UnitState, de};
 
 /// A message from the server on the WebSocket channel.
 ///
-/// `UnitChanged` is far larger than the other variants but also far more frequent; boxing it
-/// would add an allocation to nearly every frame without saving memory.
-#[allow(clippy::large_enum_variant)]
+/// `UnitChanged`'s state is boxed although nearly every frame is one: a message is queued per
+/// network on its way to the supervisor, and tokio's queues keep every block of 32 slots they
+/// ever needed. Unboxed, a slot took 264 bytes and the wire queues held 2.4 MB after a big
+/// site's start-up bursts (heap profile, BENCHMARKS.md "Scale"); the box costs one allocation
+/// a frame.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerMessage {
     /// Reply to `open` (and error report for bad control messages); has no `method`.
@@ -41,7 +43,7 @@ pub enum ServerMessage {
         /// The wire (network) the event belongs to.
         wire: u32,
         /// The reported state; controls are flat here.
-        unit: UnitState,
+        unit: Box<UnitState>,
     },
     /// The network's gateway came or went; `online: false` = every unit unreachable.
     PeerChanged {
@@ -245,7 +247,7 @@ struct Frame<'a> {
     #[serde(default)]
     dim_level: Option<f64>,
     #[serde(default)]
-    details: Option<Value>,
+    details: Option<Box<Value>>,
 }
 
 impl Frame<'_> {
@@ -293,7 +295,7 @@ pub fn parse_frame(bytes: &[u8]) -> Result<ServerMessage, FrameError> {
             "unitChanged" => {
                 let wire = need_wire("unitChanged")?;
                 let id = frame.id.ok_or(FrameError::MissingField { method: "unitChanged", field: "id" })?;
-                ServerMessage::UnitChanged { wire, unit: frame.into_unit(id) }
+                ServerMessage::UnitChanged { wire, unit: Box::new(frame.into_unit(id)) }
             }
             "peerChanged" => {
                 let wire = need_wire("peerChanged")?;

@@ -416,10 +416,13 @@ fn unit_changed_carries_every_unit_state_field() {
         active_scene_id: Some(5),
         controls: Some(vec![Control::Other(json!({"type":"Mystery","v":1}))]),
         dim_level: Some(0.25),
-        details: Some(json!({"OEM":"Casambi"})),
+        details: Some(Box::new(json!({"OEM":"Casambi"}))),
     };
-    let text = ServerMessage::UnitChanged { wire: 1, unit: unit.clone() }.to_json().unwrap();
-    assert_eq!(parse_frame(text.as_bytes()).unwrap(), ServerMessage::UnitChanged { wire: 1, unit: unit.clone() });
+    let text = ServerMessage::UnitChanged { wire: 1, unit: Box::new(unit.clone()) }.to_json().unwrap();
+    assert_eq!(
+        parse_frame(text.as_bytes()).unwrap(),
+        ServerMessage::UnitChanged { wire: 1, unit: Box::new(unit.clone()) }
+    );
     // The REST path parses the same object to the same value.
     assert_eq!(serde_json::from_str::<UnitState>(&text).unwrap(), unit);
 }
@@ -535,4 +538,19 @@ fn frames_read_long_integral_floats_exactly() {
         parse_frame(b"{\"wire\":1,\"method\":\"unitChanged\",\"id\":1,\"condition\":-1858043434372081.0}").unwrap();
     let ServerMessage::UnitChanged { unit, .. } = msg else { panic!("{msg:?}") };
     assert_eq!(unit.condition, Some(-1_858_043_434_372_081));
+}
+
+#[test]
+fn a_queued_wire_event_stays_small() {
+    // Up to `WIRE_QUEUE` of them wait per network, and tokio keeps every queue block it needed.
+    let size = std::mem::size_of::<crate::cloud::channel::WireEvent>();
+    assert!(size <= 48, "WireEvent is {size} bytes");
+}
+
+#[test]
+fn a_stored_unit_state_stays_in_its_size_class() {
+    // The core keeps each unit as an `Arc<UnitState>` (two counters + the state); past 256
+    // bytes the allocator rounds it up to 320, 64 bytes more for each of a big site's units.
+    let size = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<UnitState>();
+    assert!(size <= 256, "Arc<UnitState> takes {size} bytes");
 }
