@@ -389,7 +389,7 @@ fn control() -> impl Strategy<Value = (Value, Control)> {
                 }
                 (
                     j,
-                    Control::Color(Color {
+                    Control::Color(Box::new(Color {
                         hue,
                         sat,
                         x,
@@ -397,7 +397,7 @@ fn control() -> impl Strategy<Value = (Value, Control)> {
                         rgb: rgb.map(Into::into),
                         name: None,
                         extra: Default::default(),
-                    }),
+                    })),
                 )
             }),
         prop::sample::select(&["XY", "RGB", "TW", "HSV"][..]).prop_map(|s| {

@@ -40,6 +40,12 @@ pub const DEFAULT_SESSION_HEADER: &str = "X-Casambi-Session";
 pub const MAX_SESSION_SET: usize = 100;
 /// Most bytes of an error body read for its message.
 const MAX_ERROR_BODY: usize = 16 * 1024;
+/// Idle connections kept for the next request. Each keeps the read buffer it grew while
+/// reading a network's documents (128 KiB after a 250-unit network), so keeping every
+/// connection of a start-up's concurrent requests (`cloud.max_concurrent_requests`) held 2 MB
+/// at 16 (BENCHMARKS.md "Scale"). After the start-up, requests are a poll or a resync now and
+/// then, which two connections serve.
+const IDLE_CONNECTIONS: usize = 2;
 /// Most bytes of a successful response body. The largest real responses (the state of a big
 /// network, a page of 100 000 datapoints) are a few MiB; a larger body is refused as a transport
 /// error (retried with backoff) instead of being buffered whole.
@@ -138,6 +144,7 @@ impl RestClient {
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(config.connect_timeout)
+            .pool_max_idle_per_host(IDLE_CONNECTIONS)
             .user_agent(concat!("casambi2mqtt/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| CloudError::Config(format!("HTTP client: {}", CloudError::transport(e))))?;

@@ -553,4 +553,7 @@ fn a_stored_unit_state_stays_in_its_size_class() {
     // bytes the allocator rounds it up to 320, 64 bytes more for each of a big site's units.
     let size = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<UnitState>();
     assert!(size <= 256, "Arc<UnitState> takes {size} bytes");
+    // A luminaire's two controls fit a 192-byte block instead of 224.
+    let control = std::mem::size_of::<Control>();
+    assert!(control <= 88, "Control is {control} bytes");
 }
