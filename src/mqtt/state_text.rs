@@ -86,13 +86,13 @@ impl StateText {
     }
 }
 
-/// The levels below a state topic that the bridge publishes: the unit JSON's keys and
-/// `availability`.
 /// How many levels [`level_index`] numbers.
 pub const LEVEL_COUNT: usize = UNIT_KEYS.len() + 1;
 
+/// The levels below a state topic that the bridge publishes: the unit JSON's keys and
+/// `availability`.
 const LEVELS: [&str; LEVEL_COUNT] = {
-    let mut all = [""; UNIT_KEYS.len() + 1];
+    let mut all = [""; LEVEL_COUNT];
     let mut i = 0;
     while i < UNIT_KEYS.len() {
         all[i] = UNIT_KEYS[i];

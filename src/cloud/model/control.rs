@@ -29,7 +29,7 @@ pub enum Control {
     /// `CCT`: tunable white; `value` in kelvin between `min` and `max`.
     Cct(Cct),
     /// `Color`: hue/saturation 0..1, CIE xy and/or an `rgb(r, g, b)` string. Boxed: the
-    /// largest control (96 bytes) would make every control of every unit 104 bytes instead of
+    /// largest control (104 bytes) would make every control of every unit 104 bytes instead of
     /// 88, and a unit's list of two a 224-byte block instead of 192.
     Color(Box<Color>),
     /// `Colorsource`: which colour model is active (`XY`, `RGB`, `TW`).
