@@ -18,6 +18,7 @@ pub mod client;
 pub mod commands;
 pub mod discovery;
 pub mod gc;
+mod owner_map;
 pub mod plan;
 pub mod publisher;
 pub mod render;

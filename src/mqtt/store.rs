@@ -14,6 +14,7 @@
 //! republication after a reconnection or Home Assistant's birth, the text of a previous discovery
 //! config — renders it from the mirror ([`super::plan`], [`super::publisher`]).
 
+use super::owner_map::OwnerMap;
 use super::render::{Owner, Topics};
 use super::state_text::{Leaf, StateText, is_leaf_of, level_at, level_index};
 // foldhash: the store hashes every topic it publishes; SipHash's DoS resistance buys nothing
@@ -161,7 +162,7 @@ fn below(base: &str, level: u64) -> String {
 /// The index of [`Store::is_desired`]: each whole name that has attribute topics below it, by
 /// fingerprint and sorted, with a bit for each of their levels. Two owners holding the same
 /// whole name (while a rename moves it) give one entry with both owners' levels.
-fn attribute_index(desired: &HashMap<Owner, Wants>) -> Box<[(u64, u64)]> {
+fn attribute_index(desired: &OwnerMap<Wants>) -> Box<[(u64, u64)]> {
     const _: () = assert!(super::state_text::LEVEL_COUNT <= 64, "a level is a bit of a u64");
     // Counted first and sized exactly: grown by doubling, an index briefly takes twice its size.
     let has_attributes =
@@ -234,11 +235,10 @@ fn compact(topics: &[(String, String)]) -> Wants {
 /// Desired and published retained topics.
 #[derive(Debug, Default)]
 pub struct Store {
-    /// What each owner wants, in publishing order. A hash map: owners of one network share their
-    /// network id, so an ordered map compared that whole id on every step of every lookup.
-    /// Boxed slices and strings: a list never grows in place, and each is a word shorter than
-    /// a `Vec` or a `String`.
-    desired: HashMap<Owner, Wants>,
+    /// What each owner wants, in publishing order, by network and id ([`OwnerMap`]: one hash map
+    /// of all owners was a half-empty 4 MiB table on a big site). Boxed slices and strings: a
+    /// list never grows in place, and each is a word shorter than a `Vec` or a `String`.
+    desired: OwnerMap<Wants>,
     /// What is known of each whole topic name that is wanted or published, by the name's
     /// fingerprint: how many owners want it, what was published there. An attribute topic has no
     /// entry (on a big site 320,000 of the 400,000 topics, 6.7 MB of map): it belongs to the
@@ -384,7 +384,7 @@ impl Store {
             ops.push(Op::Clear { topic });
         }
         if !new.slots.is_empty() {
-            self.desired.insert(owner, new);
+            self.desired.insert(&owner, new);
         }
         ops
     }
@@ -529,7 +529,7 @@ impl Store {
 
     /// The owners of one network's topics.
     pub fn owners_of(&self, network: &str) -> Vec<Owner> {
-        self.desired.keys().filter(|o| o.network() == Some(network)).cloned().collect()
+        self.desired.owners_of(network)
     }
 
     /// Records that `op` reached the client.
@@ -896,7 +896,7 @@ mod tests {
         ]);
         let ops = s.set(o.clone(), topics.clone());
         apply(&mut s, &ops);
-        let wants = &s.desired[&o];
+        let wants = s.desired.get(&o).unwrap();
         let levels: Vec<u64> = wants.slots.iter().map(|s| slot_level(*s)).collect();
         let level = |name| u64::from(level_index(name).unwrap());
         assert_eq!(levels, vec![WHOLE, WHOLE, level("state"), level("availability"), WHOLE]);

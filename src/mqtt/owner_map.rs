@@ -1,0 +1,294 @@
+//! [`OwnerMap`]: a map keyed by [`Owner`], laid out by network and, within a network, as lists of
+//! ids kept sorted.
+//!
+//! The store keeps what every owner wants in one of these. On a big site that is ~30,000 owners
+//! (25,000 units, 2,500 groups, 2,000 scenes, 100 networks). As one hash map they took a table of
+//! 65,536 slots of 56 bytes: hash tables grow by doubling when 7/8 full, and 29,601 owners are
+//! just past 7/8 of 32,768. That 4 MiB table was half empty, and the moment it doubled (both
+//! tables alive) set the bridge's peak memory (heap profile, BENCHMARKS.md "Scale"). Here a
+//! unit costs its id and its value in its network's list (40 bytes for the store's values), a
+//! network's lists are a few kilobytes each, and nothing on the way grows past its network.
+//!
+//! Lookups hash the network's id once and then search a sorted list of at most a few hundred
+//! ids, which is as fast as hashing the whole owner was (the owner's network id is most of it).
+
+use super::render::Owner;
+use foldhash::HashMap;
+use std::sync::Arc;
+
+/// Values by [`Owner`]: the bridge's alone, every other in its network's entries.
+#[derive(Debug)]
+pub struct OwnerMap<V> {
+    bridge: Option<V>,
+    networks: HashMap<Arc<str>, NetworkEntries<V>>,
+    /// How many owners have a value.
+    len: usize,
+}
+
+impl<V> Default for OwnerMap<V> {
+    fn default() -> Self {
+        OwnerMap { bridge: None, networks: HashMap::default(), len: 0 }
+    }
+}
+
+/// One network's values: its own, and its units', groups' and scenes' sorted by id.
+#[derive(Debug)]
+struct NetworkEntries<V> {
+    network: Option<V>,
+    units: Vec<(u32, V)>,
+    groups: Vec<(u32, V)>,
+    scenes: Vec<(u32, V)>,
+}
+
+impl<V> Default for NetworkEntries<V> {
+    fn default() -> Self {
+        NetworkEntries { network: None, units: Vec::new(), groups: Vec::new(), scenes: Vec::new() }
+    }
+}
+
+/// Which list of its network an owner with an id is in.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Unit,
+    Group,
+    Scene,
+}
+
+/// Where an owner's value is kept: its network and, unless it is the network itself, its list
+/// and id.
+type Place<'o> = (&'o Arc<str>, Option<(Kind, u32)>);
+
+/// Where `owner`'s value is kept; `None` for the bridge.
+fn place(owner: &Owner) -> Option<Place<'_>> {
+    match owner {
+        Owner::Bridge => None,
+        Owner::Network(n) => Some((n, None)),
+        Owner::Unit(n, id) => Some((n, Some((Kind::Unit, *id)))),
+        Owner::Group(n, id) => Some((n, Some((Kind::Group, *id)))),
+        Owner::Scene(n, id) => Some((n, Some((Kind::Scene, *id)))),
+    }
+}
+
+/// The position of `id` in a list sorted by id, or where it would go.
+fn search<V>(list: &[(u32, V)], id: u32) -> Result<usize, usize> {
+    list.binary_search_by_key(&id, |(k, _)| *k)
+}
+
+impl<V> NetworkEntries<V> {
+    fn list(&self, kind: Kind) -> &Vec<(u32, V)> {
+        match kind {
+            Kind::Unit => &self.units,
+            Kind::Group => &self.groups,
+            Kind::Scene => &self.scenes,
+        }
+    }
+
+    fn list_mut(&mut self, kind: Kind) -> &mut Vec<(u32, V)> {
+        match kind {
+            Kind::Unit => &mut self.units,
+            Kind::Group => &mut self.groups,
+            Kind::Scene => &mut self.scenes,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.network.is_none() && self.units.is_empty() && self.groups.is_empty() && self.scenes.is_empty()
+    }
+
+    /// Every value, the network's first, then units, groups and scenes by id.
+    fn values(&self) -> impl Iterator<Item = &V> {
+        let members = [&self.units, &self.groups, &self.scenes].into_iter().flatten().map(|(_, v)| v);
+        self.network.iter().chain(members)
+    }
+}
+
+impl<V> OwnerMap<V> {
+    /// The value of `owner`.
+    pub fn get(&self, owner: &Owner) -> Option<&V> {
+        let Some((network, member)) = place(owner) else { return self.bridge.as_ref() };
+        let entries = self.networks.get(&**network)?;
+        match member {
+            None => entries.network.as_ref(),
+            Some((kind, id)) => {
+                let list = entries.list(kind);
+                search(list, id).ok().map(|i| &list[i].1)
+            }
+        }
+    }
+
+    /// The value of `owner`, to change in place.
+    pub fn get_mut(&mut self, owner: &Owner) -> Option<&mut V> {
+        let Some((network, member)) = place(owner) else { return self.bridge.as_mut() };
+        let entries = self.networks.get_mut(&**network)?;
+        match member {
+            None => entries.network.as_mut(),
+            Some((kind, id)) => {
+                let list = entries.list_mut(kind);
+                search(list, id).ok().map(|i| &mut list[i].1)
+            }
+        }
+    }
+
+    /// Sets the value of `owner`; returns the one it replaces.
+    pub fn insert(&mut self, owner: &Owner, value: V) -> Option<V> {
+        let old = match place(owner) {
+            None => self.bridge.replace(value),
+            Some((network, member)) => {
+                let entries = match self.networks.get_mut(&**network) {
+                    Some(entries) => entries,
+                    None => self.networks.entry(Arc::clone(network)).or_default(),
+                };
+                match member {
+                    None => entries.network.replace(value),
+                    Some((kind, id)) => {
+                        let list = entries.list_mut(kind);
+                        match search(list, id) {
+                            Ok(i) => Some(std::mem::replace(&mut list[i].1, value)),
+                            Err(i) => {
+                                list.insert(i, (id, value));
+                                None
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    /// Removes the value of `owner` and returns it. A network whose last value goes gives its
+    /// lists back.
+    pub fn remove(&mut self, owner: &Owner) -> Option<V> {
+        let old = match place(owner) {
+            None => self.bridge.take(),
+            Some((network, member)) => {
+                let entries = self.networks.get_mut(&**network)?;
+                let old = match member {
+                    None => entries.network.take(),
+                    Some((kind, id)) => {
+                        let list = entries.list_mut(kind);
+                        search(list, id).ok().map(|i| list.remove(i).1)
+                    }
+                };
+                if entries.is_empty() {
+                    self.networks.remove(&**network);
+                }
+                old
+            }
+        };
+        if old.is_some() {
+            self.len -= 1;
+        }
+        old
+    }
+
+    /// Every value, in no particular order of networks.
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.bridge.iter().chain(self.networks.values().flat_map(NetworkEntries::values))
+    }
+
+    /// The owners of `network`'s values: the network, then its units, groups and scenes by id.
+    pub fn owners_of(&self, network: &str) -> Vec<Owner> {
+        let Some((name, entries)) = self.networks.get_key_value(network) else { return Vec::new() };
+        let ids = |list: &[(u32, V)], owner: fn(Arc<str>, u32) -> Owner| {
+            list.iter().map(move |(id, _)| owner(Arc::clone(name), *id)).collect::<Vec<_>>()
+        };
+        let own = entries.network.as_ref().map(|_| Owner::Network(Arc::clone(name)));
+        own.into_iter()
+            .chain(ids(&entries.units, Owner::Unit))
+            .chain(ids(&entries.groups, Owner::Group))
+            .chain(ids(&entries.scenes, Owner::Scene))
+            .collect()
+    }
+
+    /// Whether no owner has a value.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(name: &str) -> Arc<str> {
+        Arc::from(name)
+    }
+
+    #[test]
+    fn every_kind_of_owner_keeps_its_own_value() {
+        let (a, b) = (net("a"), net("b"));
+        let owners = [
+            Owner::Bridge,
+            Owner::Network(a.clone()),
+            Owner::Unit(a.clone(), 7),
+            Owner::Group(a.clone(), 7),
+            Owner::Scene(a.clone(), 7),
+            Owner::Unit(b.clone(), 7),
+            Owner::Network(b.clone()),
+        ];
+        let mut map = OwnerMap::default();
+        for (i, owner) in owners.iter().enumerate() {
+            assert_eq!(map.insert(owner, i), None, "{owner:?} is new");
+        }
+        assert_eq!(map.len, owners.len());
+        for (i, owner) in owners.iter().enumerate() {
+            assert_eq!(map.get(owner), Some(&i), "{owner:?}");
+        }
+        assert_eq!(map.get(&Owner::Unit(a.clone(), 8)), None);
+        assert_eq!(map.get(&Owner::Unit(net("c"), 7)), None);
+        *map.get_mut(&Owner::Group(a.clone(), 7)).unwrap() = 30;
+        assert_eq!(map.insert(&Owner::Scene(a.clone(), 7), 40), Some(4));
+        assert_eq!(map.get(&Owner::Group(a.clone(), 7)), Some(&30));
+        assert_eq!(map.len, owners.len(), "a replaced value is not a new owner");
+        let mut values: Vec<usize> = map.values().copied().collect();
+        values.sort_unstable();
+        assert_eq!(values, vec![0, 1, 2, 5, 6, 30, 40]);
+    }
+
+    #[test]
+    fn ids_stay_sorted_whatever_the_order_they_come_in() {
+        let a = net("a");
+        let mut map = OwnerMap::default();
+        for id in [5, 1, 9, 3, 7, 2] {
+            map.insert(&Owner::Unit(a.clone(), id), id * 10);
+        }
+        map.insert(&Owner::Scene(a.clone(), 4), 0);
+        map.insert(&Owner::Network(a.clone()), 0);
+        let owners = map.owners_of("a");
+        let expected: Vec<Owner> = [Owner::Network(a.clone())]
+            .into_iter()
+            .chain([1, 2, 3, 5, 7, 9].map(|id| Owner::Unit(a.clone(), id)))
+            .chain([Owner::Scene(a.clone(), 4)])
+            .collect();
+        assert_eq!(owners, expected);
+        for id in [1, 2, 3, 5, 7, 9] {
+            assert_eq!(map.get(&Owner::Unit(a.clone(), id)), Some(&(id * 10)));
+        }
+        assert!(map.owners_of("b").is_empty());
+    }
+
+    #[test]
+    fn removing_the_last_value_of_a_network_forgets_the_network() {
+        let (a, b) = (net("a"), net("b"));
+        let mut map = OwnerMap::default();
+        map.insert(&Owner::Unit(a.clone(), 1), 1);
+        map.insert(&Owner::Group(a.clone(), 2), 2);
+        map.insert(&Owner::Unit(b.clone(), 1), 3);
+        assert_eq!(map.remove(&Owner::Unit(a.clone(), 9)), None, "nothing there");
+        assert_eq!(map.remove(&Owner::Network(a.clone())), None, "nothing there");
+        assert_eq!(map.len, 3);
+        assert_eq!(map.remove(&Owner::Unit(a.clone(), 1)), Some(1));
+        assert_eq!(map.networks.len(), 2);
+        assert_eq!(map.remove(&Owner::Group(a.clone(), 2)), Some(2));
+        assert_eq!(map.networks.len(), 1, "network a has no value left");
+        assert_eq!(map.remove(&Owner::Bridge), None);
+        assert_eq!(map.len, 1);
+        assert!(!map.is_empty());
+        assert_eq!(map.remove(&Owner::Unit(b.clone(), 1)), Some(3));
+        assert!(map.is_empty() && map.networks.is_empty());
+    }
+}
