@@ -14,6 +14,8 @@ use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
 use crate::cloud::session::{NetworkSession, SessionManager};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -353,7 +355,16 @@ impl Supervisor {
     }
 
     /// The REST half of a snapshot. It changes nothing, so it may be dropped half-way.
-    async fn fetch(&self, with_config: bool) -> Result<Fetched, CloudError> {
+    ///
+    /// Boxed, like [`Supervisor::apply`]: the supervisor's task is as large as the largest state
+    /// it awaits, and keeps that room for its whole life. With both held inline a task took
+    /// 5,928 bytes (a 6 KiB block for each network); with both boxed 3,424 (4 KiB), for one
+    /// allocation per snapshot.
+    fn fetch(&self, with_config: bool) -> Pin<Box<impl Future<Output = Result<Fetched, CloudError>> + '_>> {
+        Box::pin(self.fetch_inline(with_config))
+    }
+
+    async fn fetch_inline(&self, with_config: bool) -> Result<Fetched, CloudError> {
         let config = if with_config { Some(self.with_session(|s| self.rest_network(s)).await?) } else { None };
         let state = self.with_session(|s| self.rest_state(s)).await?;
         Ok(Fetched { config, state })
@@ -372,7 +383,14 @@ impl Supervisor {
     }
 
     /// The publishing half of a snapshot: applies what was fetched and sends what changed.
-    async fn apply(&self, run: &mut Run, Fetched { config, state }: Fetched) {
+    ///
+    /// Boxed, as [`Supervisor::fetch`] is: its locals (the topology change, the delta, the
+    /// fixtures' requests) were the task's largest state.
+    fn apply<'a>(&'a self, run: &'a mut Run, fetched: Fetched) -> Pin<Box<impl Future<Output = ()> + 'a>> {
+        Box::pin(self.apply_inline(run, fetched))
+    }
+
+    async fn apply_inline(&self, run: &mut Run, Fetched { config, state }: Fetched) {
         let first = run.view.status.revision.is_none() && run.view.units.is_empty();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         crate::health::metrics::metrics().last_resync.set(now.as_secs_f64());
