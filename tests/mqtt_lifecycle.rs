@@ -103,12 +103,14 @@ async fn removed_and_renamed_things_lose_every_retained_topic() {
     let view = view_of(&rig.sim, &home);
     rig.bridge.updates.send(network_update(&view, Default::default())).await.unwrap();
 
-    let after = retained_until(rig.broker.port(), SETTLE, |r| {
+    retained_until(rig.broker.port(), SETTLE, |r| {
         r.contains_key("casambi/home/unit/kitchen-main/state") && !r.contains_key(garden_cfg)
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let after: BTreeMap<String, String> = retained(rig.broker.port()).await.into_iter().chain(after).collect();
+    // A fresh read alone: the read above may have caught the clears half-way (its condition holds
+    // from the first clear on), and merging it in brought back topics cleared just after it.
+    let after: BTreeMap<String, String> = retained(rig.broker.port()).await;
     for gone in [
         "casambi/home/unit/garden-lux",
         "casambi/home/unit/kitchen-ceiling",
