@@ -22,14 +22,13 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct OwnerMap<V> {
     bridge: Option<V>,
+    /// Never holds a network without a value: [`OwnerMap::remove`] drops it with its last one.
     networks: HashMap<Arc<str>, NetworkEntries<V>>,
-    /// How many owners have a value.
-    len: usize,
 }
 
 impl<V> Default for OwnerMap<V> {
     fn default() -> Self {
-        OwnerMap { bridge: None, networks: HashMap::default(), len: 0 }
+        OwnerMap { bridge: None, networks: HashMap::default() }
     }
 }
 
@@ -54,6 +53,17 @@ enum Kind {
     Unit,
     Group,
     Scene,
+}
+
+impl Kind {
+    /// The owner of `id` in this list of `network`.
+    fn owner(self, network: Arc<str>, id: u32) -> Owner {
+        match self {
+            Kind::Unit => Owner::Unit(network, id),
+            Kind::Group => Owner::Group(network, id),
+            Kind::Scene => Owner::Scene(network, id),
+        }
+    }
 }
 
 /// Where an owner's value is kept: its network and, unless it is the network itself, its list
@@ -133,7 +143,7 @@ impl<V> OwnerMap<V> {
 
     /// Sets the value of `owner`; returns the one it replaces.
     pub fn insert(&mut self, owner: &Owner, value: V) -> Option<V> {
-        let old = match place(owner) {
+        match place(owner) {
             None => self.bridge.replace(value),
             Some((network, member)) => {
                 let entries = match self.networks.get_mut(&**network) {
@@ -154,17 +164,13 @@ impl<V> OwnerMap<V> {
                     }
                 }
             }
-        };
-        if old.is_none() {
-            self.len += 1;
         }
-        old
     }
 
     /// Removes the value of `owner` and returns it. A network whose last value goes gives its
     /// lists back.
     pub fn remove(&mut self, owner: &Owner) -> Option<V> {
-        let old = match place(owner) {
+        match place(owner) {
             None => self.bridge.take(),
             Some((network, member)) => {
                 let entries = self.networks.get_mut(&**network)?;
@@ -180,11 +186,7 @@ impl<V> OwnerMap<V> {
                 }
                 old
             }
-        };
-        if old.is_some() {
-            self.len -= 1;
         }
-        old
     }
 
     /// Every value, in no particular order of networks.
@@ -195,20 +197,15 @@ impl<V> OwnerMap<V> {
     /// The owners of `network`'s values: the network, then its units, groups and scenes by id.
     pub fn owners_of(&self, network: &str) -> Vec<Owner> {
         let Some((name, entries)) = self.networks.get_key_value(network) else { return Vec::new() };
-        let ids = |list: &[(u32, V)], owner: fn(Arc<str>, u32) -> Owner| {
-            list.iter().map(move |(id, _)| owner(Arc::clone(name), *id)).collect::<Vec<_>>()
-        };
-        let own = entries.network.as_ref().map(|_| Owner::Network(Arc::clone(name)));
-        own.into_iter()
-            .chain(ids(&entries.units, Owner::Unit))
-            .chain(ids(&entries.groups, Owner::Group))
-            .chain(ids(&entries.scenes, Owner::Scene))
-            .collect()
+        let members = [Kind::Unit, Kind::Group, Kind::Scene]
+            .into_iter()
+            .flat_map(|kind| entries.list(kind).iter().map(move |(id, _)| kind.owner(Arc::clone(name), *id)));
+        entries.network.as_ref().map(|_| Owner::Network(Arc::clone(name))).into_iter().chain(members).collect()
     }
 
-    /// Whether no owner has a value.
+    /// Whether no owner has a value (a network without one is never kept).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.bridge.is_none() && self.networks.is_empty()
     }
 }
 
@@ -236,7 +233,7 @@ mod tests {
         for (i, owner) in owners.iter().enumerate() {
             assert_eq!(map.insert(owner, i), None, "{owner:?} is new");
         }
-        assert_eq!(map.len, owners.len());
+        assert_eq!(map.values().count(), owners.len());
         for (i, owner) in owners.iter().enumerate() {
             assert_eq!(map.get(owner), Some(&i), "{owner:?}");
         }
@@ -245,7 +242,7 @@ mod tests {
         *map.get_mut(&Owner::Group(a.clone(), 7)).unwrap() = 30;
         assert_eq!(map.insert(&Owner::Scene(a.clone(), 7), 40), Some(4));
         assert_eq!(map.get(&Owner::Group(a.clone(), 7)), Some(&30));
-        assert_eq!(map.len, owners.len(), "a replaced value is not a new owner");
+        assert_eq!(map.values().count(), owners.len(), "a replaced value is not a new owner");
         let mut values: Vec<usize> = map.values().copied().collect();
         values.sort_unstable();
         assert_eq!(values, vec![0, 1, 2, 5, 6, 30, 40]);
@@ -282,13 +279,13 @@ mod tests {
         map.insert(&Owner::Unit(b.clone(), 1), 3);
         assert_eq!(map.remove(&Owner::Unit(a.clone(), 9)), None, "nothing there");
         assert_eq!(map.remove(&Owner::Network(a.clone())), None, "nothing there");
-        assert_eq!(map.len, 3);
+        assert_eq!(map.values().count(), 3);
         assert_eq!(map.remove(&Owner::Unit(a.clone(), 1)), Some(1));
         assert_eq!(map.networks.len(), 2);
         assert_eq!(map.remove(&Owner::Group(a.clone(), 2)), Some(2));
         assert_eq!(map.networks.len(), 1, "network a has no value left");
         assert_eq!(map.remove(&Owner::Bridge), None);
-        assert_eq!(map.len, 1);
+        assert_eq!(map.values().count(), 1);
         assert!(!map.is_empty());
         assert_eq!(map.remove(&Owner::Unit(b.clone(), 1)), Some(3));
         assert!(map.is_empty() && map.networks.is_empty());

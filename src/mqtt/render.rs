@@ -35,16 +35,6 @@ pub enum Owner {
     Scene(Arc<str>, u32),
 }
 
-impl Owner {
-    /// The network an owner belongs to (`None` for the bridge).
-    pub fn network(&self) -> Option<&str> {
-        match self {
-            Owner::Bridge => None,
-            Owner::Network(n) | Owner::Unit(n, _) | Owner::Group(n, _) | Owner::Scene(n, _) => Some(n),
-        }
-    }
-}
-
 /// The mirror of one network with everything derived from it that topics depend on.
 #[derive(Debug, Clone)]
 pub struct NetMirror {
