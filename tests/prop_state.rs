@@ -61,7 +61,7 @@ fn unit_state(ids: std::ops::Range<u32>) -> impl Strategy<Value = UnitState> {
             dim_level,
             active_scene_id,
             unit_type: unit_type.map(Into::into),
-            condition,
+            condition: condition.into(),
             ..UnitState::default()
         })
 }

@@ -13,6 +13,7 @@ pub mod client;
 pub mod control;
 pub mod de;
 pub mod frame;
+mod opt_int;
 mod secret;
 mod sessions;
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use control::{
     Cct, Color, ColorSource, Colorsource, Control, Extra, Lux, Plain, Slider, StatusControl, ValueControl,
 };
 pub use frame::{FrameError, JsonError, ServerMessage, WireStatusKind, parse_frame};
+pub use opt_int::OptInt;
 pub use secret::Secret;
 pub use sessions::{Credentials, NetworkSessionEntry, NetworkSessions, NetworkSummary, Site, UserSession};
 
@@ -176,11 +178,11 @@ pub struct UnitState {
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub unit_type: Option<Box<str>>,
     /// Priority (meaning not documented; 0, 3, 12 seen).
-    #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
-    pub priority: Option<i64>,
+    #[serde(default, skip_serializing_if = "OptInt::is_none")]
+    pub priority: OptInt,
     /// Scene number (meaning not documented).
-    #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
-    pub scene: Option<i64>,
+    #[serde(default, skip_serializing_if = "OptInt::is_none")]
+    pub scene: OptInt,
     /// Whether the unit is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<bool>,
@@ -188,8 +190,8 @@ pub struct UnitState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub online: Option<bool>,
     /// Condition flags (0, 128, 134 seen).
-    #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
-    pub condition: Option<i64>,
+    #[serde(default, skip_serializing_if = "OptInt::is_none")]
+    pub condition: OptInt,
     /// Status text (`ok` or a message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Box<str>>,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::control::{self, Control};
-use super::{UnitState, de};
+use super::{OptInt, UnitState, de};
 
 /// A message from the server on the WebSocket channel.
 ///
@@ -228,16 +228,16 @@ struct Frame<'a> {
     group_id: Option<u32>,
     #[serde(default, rename = "type")]
     unit_type: Option<Box<str>>,
-    #[serde(default, deserialize_with = "de::lenient_int_opt")]
-    priority: Option<i64>,
-    #[serde(default, deserialize_with = "de::lenient_int_opt")]
-    scene: Option<i64>,
+    #[serde(default)]
+    priority: OptInt,
+    #[serde(default)]
+    scene: OptInt,
     #[serde(default)]
     on: Option<bool>,
     #[serde(default)]
     online: Option<bool>,
-    #[serde(default, deserialize_with = "de::lenient_int_opt")]
-    condition: Option<i64>,
+    #[serde(default)]
+    condition: OptInt,
     #[serde(default)]
     status: Option<Box<str>>,
     #[serde(default, deserialize_with = "de::lenient_int_opt")]
