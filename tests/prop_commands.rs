@@ -271,17 +271,17 @@ proptest! {
         let resolved = |topic: String| resolve(&layout, &nets, &topic);
         let to = |target: CommandTarget| Some(("abc123".to_string(), target));
         prop_assert_eq!(resolved(layout.network_set(&net)), to(CommandTarget::Network));
-        for (id, s) in &m.unit_slugs {
-            let plain = CommandTarget::Unit { id: *id, attr: None };
+        for (id, s) in m.unit_slugs.iter() {
+            let plain = CommandTarget::Unit { id, attr: None };
             prop_assert_eq!(resolved(layout.unit_leaf(&net, s, "set")), to(plain));
             let t = format!("{}/brightness", layout.unit_leaf(&net, s, "set"));
-            prop_assert_eq!(resolved(t), to(CommandTarget::Unit { id: *id, attr: Some("brightness".into()) }));
+            prop_assert_eq!(resolved(t), to(CommandTarget::Unit { id, attr: Some("brightness".into()) }));
         }
-        for (id, s) in &m.group_slugs {
-            prop_assert_eq!(resolved(format!("{}/set", layout.group(&net, s))), to(CommandTarget::Group(*id)));
+        for (id, s) in m.group_slugs.iter() {
+            prop_assert_eq!(resolved(format!("{}/set", layout.group(&net, s))), to(CommandTarget::Group(id)));
         }
-        for (id, s) in &m.scene_slugs {
-            prop_assert_eq!(resolved(format!("{}/set", layout.scene(&net, s))), to(CommandTarget::Scene(*id)));
+        for (id, s) in m.scene_slugs.iter() {
+            prop_assert_eq!(resolved(format!("{}/set", layout.scene(&net, s))), to(CommandTarget::Scene(id)));
         }
     }
 }

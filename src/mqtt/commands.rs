@@ -8,7 +8,7 @@
 
 use super::client::Message;
 use super::render::NetMirror;
-use super::topics::Layout;
+use super::topics::{Layout, Slugs};
 use crate::commands::Target as CommandTarget;
 use std::collections::BTreeMap;
 
@@ -40,7 +40,7 @@ pub fn resolve(layout: &Layout, nets: &BTreeMap<String, NetMirror>, topic: &str)
     let levels: Vec<&str> = rest.split('/').collect();
     let first = *levels.first()?;
     let net = nets.values().find(|m| m.slug == first)?;
-    let find = |slugs: &BTreeMap<u32, String>, slug: &str| slugs.iter().find(|(_, s)| *s == slug).map(|(id, _)| *id);
+    let find = |slugs: &Slugs, slug: &str| slugs.find(slug);
     let target = match levels.as_slice() {
         [_, "set"] => CommandTarget::Network,
         [_, "unit", unit, "set"] => CommandTarget::Unit { id: find(&net.unit_slugs, unit)?, attr: None },

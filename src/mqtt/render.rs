@@ -9,12 +9,11 @@
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
 use super::state_text::{Leaf, StateText};
-use super::topics::{self, Layout};
+use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::NetworkView;
 use crate::cloud::model::{Fixture, UnitState};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Retained topics with their payloads, in publishing order.
@@ -45,11 +44,11 @@ pub struct NetMirror {
     /// The network's slug (site-wide unique).
     pub slug: String,
     /// Unit slugs.
-    pub unit_slugs: BTreeMap<u32, String>,
+    pub unit_slugs: Slugs,
     /// Group slugs.
-    pub group_slugs: BTreeMap<u32, String>,
+    pub group_slugs: Slugs,
     /// Scene slugs.
-    pub scene_slugs: BTreeMap<u32, String>,
+    pub scene_slugs: Slugs,
 }
 
 impl NetMirror {
@@ -59,9 +58,9 @@ impl NetMirror {
             key: Arc::from(view.status.id.as_str()),
             view,
             slug,
-            unit_slugs: BTreeMap::new(),
-            group_slugs: BTreeMap::new(),
-            scene_slugs: BTreeMap::new(),
+            unit_slugs: Slugs::default(),
+            group_slugs: Slugs::default(),
+            scene_slugs: Slugs::default(),
         };
         m.reslug();
         m
@@ -71,9 +70,13 @@ impl NetMirror {
     pub fn reslug(&mut self) {
         let v = &self.view;
         self.unit_slugs =
-            topics::assign(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())), &[]);
-        self.group_slugs = topics::assign(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())), &[]);
-        self.scene_slugs = topics::assign(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())), &[]);
+            topics::assign(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())), &[])
+                .into_iter()
+                .collect();
+        self.group_slugs =
+            topics::assign(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())), &[]).into_iter().collect();
+        self.scene_slugs =
+            topics::assign(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())), &[]).into_iter().collect();
     }
 
     /// The capabilities of a unit (its controls merged with its fixture's).
