@@ -34,7 +34,7 @@ pub enum Key {
     Network,
 }
 
-/// One unit.
+/// One unit as a command sees it, made when a command asks ([`NetworkInfo::unit`]).
 #[derive(Debug, Clone)]
 pub struct UnitInfo {
     /// The merged state last reported.
@@ -45,13 +45,42 @@ pub struct UnitInfo {
     pub last_level: f64,
 }
 
-impl UnitInfo {
-    fn new(state: Arc<UnitState>, fixture: Option<&Fixture>, last_level: Option<f64>) -> UnitInfo {
-        let caps = Caps::of(&state, fixture);
+/// What is kept of one unit between commands: its state and the level `ON` restores. Its
+/// capabilities are worked out from them when a command asks: kept, they made every unit's map
+/// slot 40 bytes instead of 16 (~0.7 MB on a site of 25,000 units) for the rare command.
+#[derive(Debug, Clone)]
+pub struct KnownUnit {
+    state: Arc<UnitState>,
+    last_level: f64,
+}
+
+impl KnownUnit {
+    fn new(state: Arc<UnitState>, last_level: Option<f64>) -> KnownUnit {
         let last_level = dimmer(&state).filter(|v| *v > 0.0).or(last_level).unwrap_or(DEFAULT_ON_LEVEL);
-        UnitInfo { state, caps, last_level }
+        KnownUnit { state, last_level }
     }
 
+    /// The last Dimmer level above 0 seen ([`DEFAULT_ON_LEVEL`] before any).
+    pub fn last_level(&self) -> f64 {
+        self.last_level
+    }
+
+    /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
+    pub fn is_on(&self) -> bool {
+        is_on(&self.state)
+    }
+}
+
+/// Whether `unit` is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
+fn is_on(unit: &UnitState) -> bool {
+    unit.on == Some(true)
+        && !unit.controls.iter().flatten().any(|c| match c {
+            Control::Dimmer(d) | Control::OnOff(d) => d.value <= 0.0,
+            _ => false,
+        })
+}
+
+impl UnitInfo {
     /// The name for messages (the id when the name is unknown). Made when asked, from the state:
     /// a copy per unit would be kept for the rare refused command (25,000 of them on a big site).
     pub fn name(&self) -> String {
@@ -60,11 +89,7 @@ impl UnitInfo {
 
     /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
     pub fn is_on(&self) -> bool {
-        self.state.on == Some(true)
-            && !self.state.controls.iter().flatten().any(|c| match c {
-                Control::Dimmer(d) | Control::OnOff(d) => d.value <= 0.0,
-                _ => false,
-            })
+        is_on(&self.state)
     }
 }
 
@@ -82,7 +107,7 @@ pub struct NetworkInfo {
     /// Network name for messages.
     pub name: String,
     /// Units by id.
-    pub units: BTreeMap<u32, UnitInfo>,
+    pub units: BTreeMap<u32, KnownUnit>,
     /// Group members by group id.
     pub groups: BTreeMap<u32, Vec<u32>>,
     /// Scene ids.
@@ -95,6 +120,14 @@ pub struct NetworkInfo {
 }
 
 impl NetworkInfo {
+    /// Unit `id` with its capabilities (its controls merged with its fixture's).
+    pub fn unit(&self, id: u32) -> Option<UnitInfo> {
+        let known = self.units.get(&id)?;
+        let state = known.state.clone();
+        let fixture = state.fixture_id.and_then(|f| self.fixtures.get(&f));
+        Some(UnitInfo { caps: Caps::of(&state, fixture.map(|f| &**f)), state, last_level: known.last_level })
+    }
+
     /// Whether `key` is on now: what a command sent within `memory` should have done, else what
     /// the cloud reported. A group is on when any member is; a scene when it is active.
     pub fn is_on(&self, key: Key, memory: std::time::Duration) -> bool {
@@ -104,7 +137,7 @@ impl NetworkInfo {
             return *on;
         }
         match key {
-            Key::Unit(id) => self.units.get(&id).is_some_and(UnitInfo::is_on),
+            Key::Unit(id) => self.units.get(&id).is_some_and(KnownUnit::is_on),
             Key::Group(id) => {
                 self.groups.get(&id).is_some_and(|members| members.iter().any(|m| self.is_on(Key::Unit(*m), memory)))
             }
@@ -154,9 +187,8 @@ impl Known {
             .units
             .iter()
             .map(|(uid, state)| {
-                let fixture = state.fixture_id.and_then(|f| view.fixtures.get(&f)).map(|f| &**f);
                 let last = old.units.get(uid).map(|u| u.last_level);
-                (*uid, UnitInfo::new(state.clone(), fixture, last))
+                (*uid, KnownUnit::new(state.clone(), last))
             })
             .collect();
         let info = NetworkInfo {
@@ -181,9 +213,8 @@ impl Known {
     /// Takes in one unit's merged state; tracks its last non-zero level.
     pub fn observe_unit(&mut self, network: &str, unit: Arc<UnitState>) {
         let net = self.networks.entry(network.to_string()).or_default();
-        let fixture = unit.fixture_id.and_then(|f| net.fixtures.get(&f)).cloned();
         let last = net.units.get(&unit.id).map(|u| u.last_level);
-        net.units.insert(unit.id, UnitInfo::new(unit, fixture.as_deref(), last));
+        net.units.insert(unit.id, KnownUnit::new(unit, last));
     }
 }
 
@@ -201,10 +232,10 @@ mod tests {
         k.observe_unit("n", unit(r#"{"id":1,"on":true,"controls":[{"type":"Dimmer","value":0.3}]}"#));
         k.observe_unit("n", unit(r#"{"id":1,"on":false,"controls":[{"type":"Dimmer","value":0}]}"#));
         let u = &k.network("n").unwrap().units[&1];
-        assert_eq!(u.last_level, 0.3);
+        assert_eq!(u.last_level(), 0.3);
         assert!(!u.is_on());
         k.observe_unit("n", unit(r#"{"id":2,"on":false,"controls":[{"type":"Dimmer","value":0}]}"#));
-        assert_eq!(k.network("n").unwrap().units[&2].last_level, DEFAULT_ON_LEVEL);
+        assert_eq!(k.network("n").unwrap().units[&2].last_level(), DEFAULT_ON_LEVEL);
     }
 
     #[test]

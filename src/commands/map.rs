@@ -62,8 +62,8 @@ fn level_of(b: u8) -> f64 {
 }
 
 /// The unit of a key, or why it cannot take commands.
-fn unit(net: &NetworkInfo, id: u32) -> Result<&UnitInfo, CommandError> {
-    let u = net.units.get(&id).ok_or_else(|| unknown("unit", id, net))?;
+fn unit(net: &NetworkInfo, id: u32) -> Result<UnitInfo, CommandError> {
+    let u = net.unit(id).ok_or_else(|| unknown("unit", id, net))?;
     if u.caps.is_light() { Ok(u) } else { Err(CommandError::NotALight(u.name())) }
 }
 
@@ -94,7 +94,7 @@ fn on_off_only(u: &UnitInfo) -> bool {
 /// a command arrives, so an impossible one is refused at once rather than after queueing).
 pub fn check(command: &Command, key: Key, net: &NetworkInfo) -> Result<(), CommandError> {
     match (command, key) {
-        (Command::Unit(c), Key::Unit(id)) => check_unit(c, unit(net, id)?),
+        (Command::Unit(c), Key::Unit(id)) => check_unit(c, &unit(net, id)?),
         (Command::Group(_), Key::Group(id)) if !net.groups.contains_key(&id) => Err(unknown("group", id, net)),
         (Command::Scene(_), Key::Scene(id)) if !net.scenes.contains(&id) => Err(unknown("scene", id, net)),
         _ => Ok(()),
@@ -108,7 +108,7 @@ pub fn plan(command: &Command, key: Key, net: &NetworkInfo, memory: Duration) ->
     match (command, key) {
         (Command::Unit(c), Key::Unit(id)) => {
             let u = unit(net, id)?;
-            let (controls, expect_on) = unit_controls(c, u, net.is_on(key, memory))?;
+            let (controls, expect_on) = unit_controls(c, &u, net.is_on(key, memory))?;
             let message = ClientMessage::ControlUnit { wire: 0, id, target_controls: controls };
             Ok(Plan { message, refresh_after: false, expect_on })
         }
