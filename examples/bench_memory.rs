@@ -28,23 +28,34 @@ struct Counting;
 
 static BYTES: AtomicIsize = AtomicIsize::new(0);
 static BLOCKS: AtomicIsize = AtomicIsize::new(0);
+/// Live blocks by requested size (the last slot: every size from [`SIZES`] − 1 up).
+const SIZES: usize = 4097;
+static BY_SIZE: [AtomicIsize; SIZES] = [const { AtomicIsize::new(0) }; SIZES];
+
+fn count(size: usize, delta: isize) {
+    BY_SIZE[size.min(SIZES - 1)].fetch_add(delta, Ordering::Relaxed);
+}
 
 // SAFETY: every call is forwarded to the system allocator unchanged; only counters are added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: AllocLayout) -> *mut u8 {
         BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
         BLOCKS.fetch_add(1, Ordering::Relaxed);
+        count(layout.size(), 1);
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: AllocLayout) {
         BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
         BLOCKS.fetch_sub(1, Ordering::Relaxed);
+        count(layout.size(), -1);
         // SAFETY: same contract as the caller's.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: AllocLayout, new_size: usize) -> *mut u8 {
         BYTES.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        count(layout.size(), -1);
+        count(new_size, 1);
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -54,17 +65,33 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOC: Counting = Counting;
 
 /// What is allocated now.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Held {
     bytes: isize,
     blocks: isize,
+    by_size: Vec<isize>,
 }
 
 fn held() -> Held {
-    Held { bytes: BYTES.load(Ordering::Relaxed), blocks: BLOCKS.load(Ordering::Relaxed) }
+    Held {
+        bytes: BYTES.load(Ordering::Relaxed),
+        blocks: BLOCKS.load(Ordering::Relaxed),
+        by_size: BY_SIZE.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
+    }
 }
 
-fn report(what: &str, before: Held, per: usize) -> Held {
+/// With `--sizes`: the block sizes that hold the most bytes since `before`.
+fn report_sizes(before: &Held, now: &Held) {
+    let mut sizes: Vec<(usize, isize)> =
+        now.by_size.iter().zip(&before.by_size).map(|(n, b)| n - b).enumerate().filter(|(_, n)| *n > 0).collect();
+    sizes.sort_by_key(|(size, n)| std::cmp::Reverse(*size as isize * n));
+    for (size, n) in sizes.into_iter().take(12) {
+        let plus = if size == SIZES - 1 { "+" } else { "" };
+        println!("      {n:>8} blocks of {size:>5}{plus} B = {:>6.2} MB", (size as isize * n) as f64 / 1e6);
+    }
+}
+
+fn report(what: &str, before: Held, per: usize, sizes: bool) -> Held {
     let now = held();
     let (bytes, blocks) = (now.bytes - before.bytes, now.blocks - before.blocks);
     println!(
@@ -73,6 +100,9 @@ fn report(what: &str, before: Held, per: usize) -> Held {
         blocks,
         bytes / per.max(1) as isize
     );
+    if sizes {
+        report_sizes(&before, &now);
+    }
     now
 }
 
@@ -84,6 +114,10 @@ struct Args {
     /// Publish the per-attribute topics (the default configuration does).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     attribute_topics: bool,
+    /// Also list, for each part, the block sizes that hold the most bytes (the sizes requested;
+    /// the allocator rounds each up to its size class).
+    #[arg(long)]
+    sizes: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -111,10 +145,10 @@ fn main() -> anyhow::Result<()> {
         view.set_connection(Connection::Live);
         views.push(view);
     }
-    let after_views = report("core: network views", start, total_units);
+    let after_views = report("core: network views", start.clone(), total_units, args.sizes);
     let mirrors: Vec<NetMirror> =
         views.iter().enumerate().map(|(i, v)| NetMirror::new(v.clone(), format!("site-{i}"))).collect();
-    let after_mirrors = report("publisher: mirrors (units shared)", after_views, total_units);
+    let after_mirrors = report("publisher: mirrors (units shared)", after_views, total_units, args.sizes);
     let renderer = Renderer {
         layout: Layout::new("casambi"),
         discovery: Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 }),
@@ -128,7 +162,7 @@ fn main() -> anyhow::Result<()> {
             published += 1;
         }
     }
-    report(&format!("publisher: store ({published} topics)"), after_mirrors, total_units);
-    report("total", start, total_units);
+    report(&format!("publisher: store ({published} topics)"), after_mirrors, total_units, args.sizes);
+    report("total", start, total_units, false);
     Ok(())
 }
