@@ -367,7 +367,18 @@ fn control() -> impl Strategy<Value = (Value, Control)> {
                 if let Some(t) = tw {
                     j["tw"] = json!(t);
                 }
-                (j, Control::Cct(Cct { min, max, value, level, tw, name: None, extra: Default::default() }))
+                (
+                    j,
+                    Control::Cct(Cct {
+                        min,
+                        max,
+                        value,
+                        level: level.into(),
+                        tw: tw.into(),
+                        name: None,
+                        extra: Default::default(),
+                    }),
+                )
             }
         ),
         (
@@ -434,7 +445,7 @@ fn control() -> impl Strategy<Value = (Value, Control)> {
             if let Some(l) = &label {
                 j["label"] = json!(l);
             }
-            (j, Control::Slider(Slider { value, label: label.map(Into::into), ..Slider::default() }))
+            (j, Control::Slider(Slider { value: value.into(), label: label.map(Into::into), ..Slider::default() }))
         }),
         ("[A-Z][a-z]{2,10}X", prop::collection::btree_map("[a-z]{1,6}", leaf_nice(), 0..4)).prop_map(|(t, fields)| {
             let mut m: Map<String, Value> = fields.into_iter().collect();

@@ -13,6 +13,7 @@ pub mod client;
 pub mod control;
 pub mod de;
 pub mod frame;
+mod opt_f64;
 mod opt_int;
 mod secret;
 mod sessions;
@@ -29,6 +30,7 @@ pub use control::{
     Cct, Color, ColorSource, Colorsource, Control, Extra, Lux, Plain, Slider, StatusControl, ValueControl,
 };
 pub use frame::{FrameError, JsonError, ServerMessage, WireStatusKind, parse_frame};
+pub use opt_f64::OptF64;
 pub use opt_int::OptInt;
 pub use secret::Secret;
 pub use sessions::{Credentials, NetworkSessionEntry, NetworkSessions, NetworkSummary, Site, UserSession};

@@ -17,6 +17,8 @@ use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::OptF64;
+
 mod ser;
 
 /// One control object of a unit, as reported in unit state and events.
@@ -30,7 +32,7 @@ pub enum Control {
     Cct(Cct),
     /// `Color`: hue/saturation 0..1, CIE xy and/or an `rgb(r, g, b)` string. Boxed: the
     /// largest control (104 bytes) would make every control of every unit 104 bytes instead of
-    /// 88, and a unit's list of two a 224-byte block instead of 192.
+    /// 72, and a unit's list of two a 224-byte block instead of 160.
     Color(Box<Color>),
     /// `Colorsource`: which colour model is active (`XY`, `RGB`, `TW`).
     Colorsource(Colorsource),
@@ -73,9 +75,9 @@ pub struct Cct {
     /// Current colour temperature in kelvin.
     pub value: f64,
     /// Position between `min` and `max`, 0..1.
-    pub level: Option<f64>,
+    pub level: OptF64,
     /// Undocumented `tw` number.
-    pub tw: Option<f64>,
+    pub tw: OptF64,
     /// Channel name, usually `temperature`.
     pub name: Option<Box<str>>,
     /// Fields the model does not name.
@@ -175,11 +177,11 @@ pub struct Lux {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Slider {
     /// Lower bound.
-    pub min: Option<f64>,
+    pub min: OptF64,
     /// Upper bound.
-    pub max: Option<f64>,
+    pub max: OptF64,
     /// Current value.
-    pub value: Option<f64>,
+    pub value: OptF64,
     /// Display label.
     pub label: Option<Box<str>>,
     /// Channel name, if any.
@@ -479,8 +481,8 @@ impl<'de> Fields<'de> {
                     min: self.num(K::Min).unwrap_or(0.0),
                     max: self.num(K::Max).unwrap_or(0.0),
                     value: self.num(K::Value).unwrap_or(0.0),
-                    level: self.num(K::Level),
-                    tw: self.num(K::Tw),
+                    level: self.num(K::Level).into(),
+                    tw: self.num(K::Tw).into(),
                     name: self.string(K::Name),
                     extra: self.take_extra(),
                 })
@@ -510,9 +512,9 @@ impl<'de> Fields<'de> {
             }),
             "Switch" => Control::Switch(Plain { name: self.string(K::Name), extra: self.take_extra() }),
             "Slider" => Control::Slider(Slider {
-                min: self.num(K::Min),
-                max: self.num(K::Max),
-                value: self.num(K::Value),
+                min: self.num(K::Min).into(),
+                max: self.num(K::Max).into(),
+                value: self.num(K::Value).into(),
                 label: self.string(K::Label),
                 name: self.string(K::Name),
                 extra: self.take_extra(),

@@ -122,8 +122,8 @@ impl Control {
                 w.num("min", Some(c.min))?;
                 w.num("max", Some(c.max))?;
                 w.num("value", Some(c.value))?;
-                w.num("level", c.level)?;
-                w.num("tw", c.tw)?;
+                w.num("level", c.level.get())?;
+                w.num("tw", c.tw.get())?;
                 w.end(&c.extra)
             }
             Self::Color(c) => {
@@ -158,9 +158,9 @@ impl Control {
             Self::Slider(c) => {
                 w.str("name", c.name.as_deref())?;
                 w.str("label", c.label.as_deref())?;
-                w.num("min", c.min)?;
-                w.num("max", c.max)?;
-                w.num("value", c.value)?;
+                w.num("min", c.min.get())?;
+                w.num("max", c.max.get())?;
+                w.num("value", c.value.get())?;
                 w.end(&c.extra)
             }
             // Written whole by the callers; closing the object keeps the match total without a
