@@ -173,3 +173,27 @@ async fn events_and_problems_are_not_retained() {
     assert!(!r.keys().any(|t| t.ends_with("/event") || t.ends_with("/error")), "events must not be retained");
     bridge.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_info_follows_a_burst_of_networks_once_not_per_network() {
+    let broker = Mosquitto::start();
+    let sim = Simulator::start_local(SimConfig::new(Site::generate(30, 2))).await.unwrap();
+    let mut watch = Watcher::start(broker.port(), "casambi/bridge/info").await;
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    // Every view made first, so the updates arrive as one burst (a start-up's snapshots).
+    let views: Vec<_> = demo_network_ids(&sim).iter().map(|id| view_of(&sim, id)).collect();
+    for view in &views {
+        bridge.updates.send(network_update(view, Topology::default())).await.unwrap();
+    }
+    let listed = |s: &Seen| {
+        serde_json::from_str::<serde_json::Value>(&s.payload).ok().and_then(|v| v["networks"].as_array().map(Vec::len))
+    };
+    watch.wait_for(Duration::from_secs(15), |s| listed(s) == Some(views.len())).await;
+    watch.settle(Duration::from_millis(500), Duration::from_secs(5)).await;
+    let infos: Vec<Option<usize>> = watch.seen.iter().filter(|s| !s.payload.is_empty()).map(listed).collect();
+    // One info per network (and per status) before; now the first at connection, then one or a
+    // few as the burst is taken in. Never fewer networks than the last one listed.
+    assert!(infos.len() < views.len() / 3, "{} infos for {} networks: {infos:?}", infos.len(), views.len());
+    assert_eq!(infos.last().copied().flatten(), Some(views.len()), "the last info lists every network");
+    bridge.stop().await;
+}

@@ -64,6 +64,9 @@ impl Default for Tuning {
     }
 }
 
+/// How late the bridge's info may be while updates keep coming ([`Publisher::bridge_stale`]).
+const BRIDGE_INFO_DELAY: Duration = Duration::from_secs(1);
+
 /// The publishing side of the MQTT layer (owned by [`super::run`]'s task).
 pub(crate) struct Publisher {
     config: Config,
@@ -85,10 +88,12 @@ pub(crate) struct Publisher {
     birth_at: Option<Instant>,
     /// `bridge/error` payloads raised while disconnected, sent on the next connection.
     held_errors: VecDeque<Value>,
-    /// The bridge's info is out of date. It lists every network, so it is rendered once the
-    /// updates waiting are all taken in, not after each: a start-up of 100 networks rendered it
-    /// 200 times, each longer than the last (~1.5 MB of payloads, many of them queued at once).
-    bridge_stale: bool,
+    /// Since when the bridge's info is out of date. It lists every network, so it is rendered
+    /// once the updates waiting are all taken in, not after each: a start-up of 100 networks
+    /// rendered it 200 times, each longer than the last (~1.5 MB of payloads, many of them
+    /// queued at once). Under a load that never lets the queue empty, at most
+    /// [`BRIDGE_INFO_DELAY`] late.
+    bridge_stale: Option<Instant>,
 }
 
 impl Publisher {
@@ -122,7 +127,7 @@ impl Publisher {
             tuning,
             birth_at: None,
             held_errors: VecDeque::new(),
-            bridge_stale: false,
+            bridge_stale: None,
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -161,7 +166,7 @@ impl Publisher {
                     gc::Scanned::Found(m) => self.judge_scanned(m).await,
                     gc::Scanned::Done => self.store.forget_index(),
                 },
-                () = std::future::ready(()), if self.bridge_stale && updates.is_empty() => self.render_bridge().await,
+                () = std::future::ready(()), if self.bridge_info_due(&updates) => self.render_bridge().await,
                 _ = tokio::time::sleep_until(birth.unwrap_or_else(Instant::now)), if birth.is_some() => {
                     self.birth_at = None;
                     tracing::info!("republishing discovery and state after Home Assistant's birth message");
@@ -319,7 +324,7 @@ impl Publisher {
                     let ops =
                         plan::status_ops(&self.renderer, &mut self.store, m, &mut self.text, availability_changed);
                     self.send(ops, Batch::Change).await;
-                    self.bridge_stale = true;
+                    self.bridge_stale.get_or_insert_with(Instant::now);
                 }
             }
             Update::Unit { network, unit } => {
@@ -375,11 +380,17 @@ impl Publisher {
         for id in changed {
             self.render_network(&id, previous).await;
         }
-        self.bridge_stale = true;
+        self.bridge_stale.get_or_insert_with(Instant::now);
+    }
+
+    /// Whether the stale bridge info is to be rendered now: no update is waiting, or it has
+    /// waited [`BRIDGE_INFO_DELAY`].
+    fn bridge_info_due(&self, updates: &mpsc::Receiver<Update>) -> bool {
+        self.bridge_stale.is_some_and(|since| updates.is_empty() || since.elapsed() >= BRIDGE_INFO_DELAY)
     }
 
     async fn render_bridge(&mut self) {
-        self.bridge_stale = false;
+        self.bridge_stale = None;
         let topics = self.renderer.bridge(&self.info());
         let ops = self.store.set(Owner::Bridge, topics);
         self.send(ops, Batch::Change).await;
