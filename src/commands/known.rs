@@ -86,11 +86,6 @@ impl UnitInfo {
     pub fn name(&self) -> String {
         self.state.name.as_deref().map_or_else(|| self.state.id.to_string(), str::to_string)
     }
-
-    /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
-    pub fn is_on(&self) -> bool {
-        is_on(&self.state)
-    }
 }
 
 /// The first Dimmer's value.

@@ -69,14 +69,9 @@ impl NetMirror {
     /// Recomputes the unit, group and scene slugs (after names changed).
     pub fn reslug(&mut self) {
         let v = &self.view;
-        self.unit_slugs =
-            topics::assign(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())), &[])
-                .into_iter()
-                .collect();
-        self.group_slugs =
-            topics::assign(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())), &[]).into_iter().collect();
-        self.scene_slugs =
-            topics::assign(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())), &[]).into_iter().collect();
+        self.unit_slugs = Slugs::of(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())));
+        self.group_slugs = Slugs::of(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())));
+        self.scene_slugs = Slugs::of(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())));
     }
 
     /// The capabilities of a unit (its controls merged with its fixture's).

@@ -94,6 +94,11 @@ pub struct Slugs {
 }
 
 impl Slugs {
+    /// The slugs of `items` (id, name) by [`assign`]'s rule, nothing reserved.
+    pub fn of<'a>(items: impl IntoIterator<Item = (u32, &'a str)>) -> Slugs {
+        assign(items, &[]).into_iter().collect()
+    }
+
     /// The slug of `id`.
     pub fn get(&self, id: &u32) -> Option<&str> {
         let i = self.ends.binary_search_by_key(id, |(k, _)| *k).ok()?;
@@ -327,7 +332,7 @@ mod tests {
 
     #[test]
     fn slugs_are_found_by_id_and_by_text() {
-        let slugs: Slugs = assign([(30u32, "Spot"), (4, "Lamp"), (12, "spot"), (7, "")], &[]).into_iter().collect();
+        let slugs = Slugs::of([(30u32, "Spot"), (4, "Lamp"), (12, "spot"), (7, "")]);
         assert_eq!(slugs.get(&4), Some("lamp"));
         assert_eq!(slugs.get(&7), Some("7"));
         assert_eq!(slugs.get(&12), Some("spot-12"));
