@@ -60,11 +60,6 @@ impl KnownUnit {
         KnownUnit { state, last_level }
     }
 
-    /// The last Dimmer level above 0 seen ([`DEFAULT_ON_LEVEL`] before any).
-    pub fn last_level(&self) -> f64 {
-        self.last_level
-    }
-
     /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
     pub fn is_on(&self) -> bool {
         is_on(&self.state)
@@ -227,10 +222,10 @@ mod tests {
         k.observe_unit("n", unit(r#"{"id":1,"on":true,"controls":[{"type":"Dimmer","value":0.3}]}"#));
         k.observe_unit("n", unit(r#"{"id":1,"on":false,"controls":[{"type":"Dimmer","value":0}]}"#));
         let u = &k.network("n").unwrap().units[&1];
-        assert_eq!(u.last_level(), 0.3);
+        assert_eq!(u.last_level, 0.3);
         assert!(!u.is_on());
         k.observe_unit("n", unit(r#"{"id":2,"on":false,"controls":[{"type":"Dimmer","value":0}]}"#));
-        assert_eq!(k.network("n").unwrap().units[&2].last_level(), DEFAULT_ON_LEVEL);
+        assert_eq!(k.network("n").unwrap().units[&2].last_level, DEFAULT_ON_LEVEL);
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl Slugs {
     /// The slug of `id`.
     pub fn get(&self, id: &u32) -> Option<&str> {
         let i = self.ends.binary_search_by_key(id, |(k, _)| *k).ok()?;
-        self.text.get(self.start(i)..self.ends[i].1 as usize)
+        Some(self.slug_at(i))
     }
 
     /// The id whose slug is `slug` (slugs are distinct; a linear search, for commands only).
@@ -112,12 +112,13 @@ impl Slugs {
 
     /// Every `(id, slug)`, by id.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
-        (0..self.ends.len())
-            .map(|i| (self.ends[i].0, self.text.get(self.start(i)..self.ends[i].1 as usize).unwrap_or("")))
+        (0..self.ends.len()).map(|i| (self.ends[i].0, self.slug_at(i)))
     }
 
-    fn start(&self, i: usize) -> usize {
-        i.checked_sub(1).map_or(0, |before| self.ends[before].1 as usize)
+    /// The slug of the `i`th id: from where the one before ends to its own end.
+    fn slug_at(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |before| self.ends[before].1 as usize);
+        self.text.get(start..self.ends[i].1 as usize).unwrap_or_default()
     }
 }
 

@@ -18,11 +18,6 @@ impl OptF64 {
     pub fn get(self) -> Option<f64> {
         (!self.0.is_nan()).then_some(self.0)
     }
-
-    /// Whether there is none.
-    pub fn is_none(&self) -> bool {
-        self.0.is_nan()
-    }
 }
 
 impl Default for OptF64 {
@@ -62,7 +57,7 @@ mod tests {
         }
         assert_eq!(OptF64::from(None).get(), None);
         assert_eq!(OptF64::from(Some(f64::NAN)).get(), None);
-        assert!(OptF64::default().is_none() && !OptF64::from(Some(0.0)).is_none());
+        assert_eq!((OptF64::default().get(), OptF64::from(Some(0.0)).get()), (None, Some(0.0)));
     }
 
     #[test]
