@@ -153,6 +153,44 @@ async fn malformed_and_oversized_frames_are_skipped_without_losing_the_socket() 
     assert!(!opened_again, "the socket stayed up");
 }
 
+/// A wire that keeps receiving frames is still pinged: the service closes a wire that sends
+/// nothing for a while, however much it receives (the simulator after `idle_timeout`).
+#[tokio::test]
+async fn busy_wires_are_still_pinged_and_stay_open() {
+    use casambi2mqtt::sim::log::WsRecord;
+    let mut config = SimConfig::new(Site::demo());
+    config.idle_timeout = Duration::from_millis(2000);
+    let h = start(config, demo_credentials("demo"), 600).await;
+    h.wait_all_live(20).await;
+    let records_before = h.sim.shared().log.ws_records().len();
+    let connections_before = h.mirror.lock().unwrap().connections.len();
+    // A frame every 100 ms for 4 s: more often than the channel's ping check (500 ms here), for
+    // twice the idle timeout.
+    for i in 0..40 {
+        let value = 0.2 + f64::from(i % 2) * 0.1;
+        h.sim.set_unit_state(HOME, 1, &json!({"controls": [{"type": "Dimmer", "value": value}]})).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let records = h.sim.shared().log.ws_records();
+    let pinged = |id: &str| {
+        records[records_before..]
+            .iter()
+            .filter(|r| match r {
+                WsRecord::Message { network, message, .. } => {
+                    network.as_deref() == Some(id) && message["method"] == "ping"
+                }
+                _ => false,
+            })
+            .count()
+    };
+    for id in h.network_ids() {
+        assert!(pinged(&id) >= 3, "network {id} pinged {} times in 4 s of frames: {records:#?}", pinged(&id));
+    }
+    let reopened = records[records_before..].iter().any(|r| matches!(r, WsRecord::Open { .. }));
+    let connections = h.mirror.lock().unwrap().connections[connections_before..].to_vec();
+    assert!(!reopened && connections.is_empty(), "no wire was closed for idling: {connections:?}");
+}
+
 #[tokio::test]
 async fn network_updated_reports_added_and_removed_units() {
     let h = start_demo().await;

@@ -18,7 +18,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio::time::{Instant, MissedTickBehavior, interval, sleep, timeout};
+use tokio::time::{Instant, MissedTickBehavior, interval, timeout};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -338,10 +338,16 @@ impl Channel {
         let mut ws_ping = interval(self.config.ws_ping_interval);
         ws_ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut last_heard = Instant::now();
-        let check = Duration::from_secs(1).min(self.config.ping_interval);
+        // Made once, not per turn of the loop: a timer made anew each turn would restart with
+        // every frame, and a wire with a frame at least every second would never be pinged (the
+        // service closes it after ~5 minutes without a ping, however busy it is).
+        let mut ping_check = interval(Duration::from_secs(1).min(self.config.ping_interval));
+        ping_check.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let stopping = shutdown.cancelled();
+        tokio::pin!(stopping);
         loop {
             tokio::select! {
-                _ = shutdown.cancelled() => {
+                () = &mut stopping => {
                     let wires: Vec<u32> = self.wires.iter().filter(|(_, w)| w.open).map(|(n, _)| *n).collect();
                     for wire in wires {
                         let _ = send_json(&mut socket, &ClientMessage::Close { wire }).await;
@@ -380,7 +386,7 @@ impl Channel {
                         return describe_ws_error(&e);
                     }
                 }
-                _ = sleep(check) => {
+                _ = ping_check.tick() => {
                     let due: Vec<u32> = self.wires.iter()
                         .filter(|(_, w)| w.open && w.last_ping.elapsed() >= self.config.ping_interval)
                         .map(|(n, _)| *n).collect();
