@@ -10,6 +10,7 @@ pub mod bridge;
 pub mod broker;
 pub mod check;
 pub mod cloud;
+pub mod coalesce;
 pub mod color;
 pub mod commands;
 pub mod config;

@@ -357,6 +357,7 @@ impl Channel {
                 }
                 frame = socket.next() => {
                     last_heard = Instant::now();
+                    crate::coalesce::frame_arrived();
                     match frame {
                         Some(Ok(Message::Binary(bytes))) => {
                             if let Err(e) = self.dispatch(&mut socket, &bytes).await { return e; }
