@@ -242,6 +242,8 @@ mod tests {
     /// frame was noted; returns how long the wait took.
     fn wait_after_a_frame() -> Duration {
         let runtime = super::runtime().expect("runtime");
+        // A frame noted earlier in this process (by another test) is forgotten first.
+        crate::coalesce::before_park();
         runtime.block_on(async {
             crate::coalesce::frame_arrived();
             let start = Instant::now();

@@ -67,8 +67,10 @@ impl Coalescer {
 
     /// Forgets the noted frame and says how long to pause for it.
     fn take_pause(&self, window: Duration) -> Option<Duration> {
-        let first = self.first.swap(0, Ordering::Relaxed);
-        pause(first, self.now(), window)
+        match self.first.swap(0, Ordering::Relaxed) {
+            0 => None,
+            first => pause(first, self.now(), window),
+        }
     }
 }
 
