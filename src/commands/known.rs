@@ -62,17 +62,12 @@ impl KnownUnit {
 
     /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
     pub fn is_on(&self) -> bool {
-        is_on(&self.state)
+        self.state.on == Some(true)
+            && !self.state.controls.iter().flatten().any(|c| match c {
+                Control::Dimmer(d) | Control::OnOff(d) => d.value <= 0.0,
+                _ => false,
+            })
     }
-}
-
-/// Whether `unit` is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
-fn is_on(unit: &UnitState) -> bool {
-    unit.on == Some(true)
-        && !unit.controls.iter().flatten().any(|c| match c {
-            Control::Dimmer(d) | Control::OnOff(d) => d.value <= 0.0,
-            _ => false,
-        })
 }
 
 impl UnitInfo {
