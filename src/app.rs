@@ -120,6 +120,7 @@ pub async fn run(
     shutdown: CancellationToken,
     started: Option<tokio::sync::oneshot::Sender<Running>>,
 ) -> Result<Outcome, AppError> {
+    crate::coalesce::set_window(config.cloud.event_batch_window);
     let health = HealthState::new();
     let inner = CancellationToken::new();
     let health_addr = match config.health.listen {
@@ -264,7 +265,7 @@ mod tests {
     #[test]
     fn the_bridge_runtime_takes_a_burst_in_after_a_window() {
         let waits: Vec<Duration> = (0..3).map(|_| wait_after_a_frame()).collect();
-        let window = crate::coalesce::WINDOW;
+        let window = crate::coalesce::DEFAULT_WINDOW;
         assert!(waits.iter().any(|w| *w >= window * 9 / 10), "no pause of {window:?} after a frame: {waits:?}");
     }
 }

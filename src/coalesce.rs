@@ -4,14 +4,17 @@
 //! (an `epoll_wait` return and a context switch), be read on its own, and each MQTT
 //! acknowledgement would wake the thread again. Those wake-ups cost far more than the work of
 //! an event (BENCHMARKS.md, "End to end → Wake-up coalescing"). So when the thread runs out of
-//! work after taking in a frame, it pauses until [`WINDOW`] after that frame before it waits on
-//! its sockets again; whatever arrived meanwhile (frames, acknowledgements) is then taken in one
+//! work after taking in a frame, it pauses until a window (1 ms) after that frame before it waits
+//! on its sockets again; whatever arrived meanwhile (frames, acknowledgements) is then taken in one
 //! wake-up.
+//!
+//! The window is `cloud.event_batch_window` ([`DEFAULT_WINDOW`] unless configured; `0` turns the
+//! pausing off), set once at start-up by [`set_window`].
 //!
 //! - A frame after a quiet spell is handled at once: the pause comes after the work, never
 //!   before it.
-//! - No frame waits more than [`WINDOW`] longer than it would have. A thread that stays busy for
-//!   [`WINDOW`] after a frame does not pause at all.
+//! - No frame waits more than the window longer than it would have. A thread that stays busy for
+//!   the window after a frame does not pause at all.
 //! - Without frames nothing pauses, so an idle bridge stays idle.
 //!
 //! The pause is a plain sleep of the runtime's one thread, taken in the runtime's
@@ -22,8 +25,14 @@ use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long after a frame the thread may pause: the most any frame waits for the batching.
-pub const WINDOW: Duration = Duration::from_millis(1);
+/// How long after a frame the thread may pause unless configured: the most any frame waits for
+/// the batching. 1 ms is invisible for lighting and takes in ~5 events a wake-up at 5,000/s; 2 ms
+/// measured no less CPU (BENCHMARKS.md, "End to end → Wake-up coalescing").
+pub const DEFAULT_WINDOW: Duration = Duration::from_millis(1);
+
+/// The longest window the configuration accepts: beyond a few milliseconds a pause buys no CPU,
+/// and the thread that pauses also carries commands and the MQTT connection.
+pub const MAX_WINDOW: Duration = Duration::from_millis(10);
 
 /// What the process has noted: the first frame taken in since the thread last went idle.
 struct Coalescer {
@@ -31,6 +40,8 @@ struct Coalescer {
     epoch: Instant,
     /// Nanoseconds from `epoch` to that frame, plus one; 0 when there was none.
     first: AtomicU64,
+    /// The window in nanoseconds; 0 turns the pausing off.
+    window: AtomicU64,
 }
 
 /// Process-wide, as the runtime hook that reads it is: the bridge process has one runtime.
@@ -41,17 +52,32 @@ pub fn frame_arrived() {
     COALESCER.note();
 }
 
+/// Sets the window (`cloud.event_batch_window`); `Duration::ZERO` turns the pausing off.
+pub fn set_window(window: Duration) {
+    COALESCER.set_window(window);
+}
+
+/// The window in force.
+pub fn window() -> Duration {
+    Duration::from_nanos(COALESCER.window.load(Ordering::Relaxed))
+}
+
 /// The runtime's `on_thread_park` hook: pauses while the first frame taken in since the last
-/// park is less than [`WINDOW`] old.
+/// park is less than the window old.
 pub fn before_park() {
-    if let Some(pause) = COALESCER.take_pause(WINDOW) {
+    if let Some(pause) = COALESCER.take_pause() {
         std::thread::sleep(pause);
     }
 }
 
 impl Coalescer {
     fn new() -> Coalescer {
-        Coalescer { epoch: Instant::now(), first: AtomicU64::new(0) }
+        let window = AtomicU64::new(nanos(DEFAULT_WINDOW));
+        Coalescer { epoch: Instant::now(), first: AtomicU64::new(0), window }
+    }
+
+    fn set_window(&self, window: Duration) {
+        self.window.store(nanos(window), Ordering::Relaxed);
     }
 
     fn now(&self) -> u64 {
@@ -66,19 +92,24 @@ impl Coalescer {
     }
 
     /// Forgets the noted frame and says how long to pause for it.
-    fn take_pause(&self, window: Duration) -> Option<Duration> {
+    fn take_pause(&self) -> Option<Duration> {
         match self.first.swap(0, Ordering::Relaxed) {
             0 => None,
-            first => pause(first, self.now(), window),
+            first => pause(first, self.now(), self.window.load(Ordering::Relaxed)),
         }
     }
 }
 
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// How long to pause at `now` (nanoseconds from the epoch) when the first frame since the last
-/// park was noted as `first` (see [`Coalescer::first`]): until `window` after that frame.
-fn pause(first: u64, now: u64, window: Duration) -> Option<Duration> {
+/// park was noted as `first` (see [`Coalescer::first`]): until `window` nanoseconds after that
+/// frame.
+fn pause(first: u64, now: u64, window: u64) -> Option<Duration> {
     let at = first.checked_sub(1)?;
-    let until = at.saturating_add(u64::try_from(window.as_nanos()).unwrap_or(u64::MAX));
+    let until = at.saturating_add(window);
     (until > now).then(|| Duration::from_nanos(until - now))
 }
 
@@ -87,6 +118,7 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+    const WINDOW: u64 = MS;
 
     #[test]
     fn no_frame_no_pause() {
@@ -98,7 +130,7 @@ mod tests {
         // A frame at 2 ms, handled by 2.3 ms: pause until 3 ms.
         assert_eq!(pause(2 * MS + 1, 2 * MS + 300_000, WINDOW), Some(Duration::from_micros(700)));
         // Handled at once: the whole window.
-        assert_eq!(pause(2 * MS + 1, 2 * MS, WINDOW), Some(WINDOW));
+        assert_eq!(pause(2 * MS + 1, 2 * MS, WINDOW), Some(Duration::from_millis(1)));
     }
 
     #[test]
@@ -110,15 +142,32 @@ mod tests {
     #[test]
     fn only_the_first_frame_since_the_last_park_counts_and_a_park_forgets_it() {
         let c = Coalescer::new();
-        assert_eq!(c.take_pause(WINDOW), None, "nothing noted");
+        c.set_window(Duration::from_secs(60));
+        assert_eq!(c.take_pause(), None, "nothing noted");
         c.note();
         let first = c.first.load(Ordering::Relaxed);
         assert_ne!(first, 0);
         c.note();
         assert_eq!(c.first.load(Ordering::Relaxed), first, "a later frame does not move the window");
-        let paused = c.take_pause(Duration::from_secs(60)).expect("a pause for the noted frame");
+        let paused = c.take_pause().expect("a pause for the noted frame");
         assert!(paused > Duration::from_secs(59) && paused <= Duration::from_secs(60), "{paused:?}");
         assert_eq!(c.first.load(Ordering::Relaxed), 0);
-        assert_eq!(c.take_pause(Duration::from_secs(60)), None, "the park forgot it");
+        assert_eq!(c.take_pause(), None, "the park forgot it");
+    }
+
+    #[test]
+    fn the_default_window_applies_until_one_is_set_and_zero_turns_pausing_off() {
+        let c = Coalescer::new();
+        c.note();
+        let paused = c.take_pause().expect("the default window pauses");
+        assert!(paused <= DEFAULT_WINDOW && paused > DEFAULT_WINDOW / 2, "{paused:?}");
+        c.set_window(Duration::ZERO);
+        c.note();
+        assert_eq!(c.take_pause(), None, "window 0: no pause right after a frame");
+        assert_eq!(c.first.load(Ordering::Relaxed), 0, "the frame is still forgotten");
+        c.set_window(Duration::from_millis(5));
+        c.note();
+        let paused = c.take_pause().expect("a 5 ms window pauses");
+        assert!(paused > Duration::from_millis(4) && paused <= Duration::from_millis(5), "{paused:?}");
     }
 }

@@ -43,7 +43,7 @@ fn unknown_keys_are_named_with_the_valid_ones() {
         problem(&format!("cloud:\n  api_key: k\n  pol_interval: 5s\n{NETWORKS}"), &[]),
         "unknown key cloud.pol_interval; valid keys: base_url, ws_url, api_key, api_key_file, key_header, \
          session_header, poll_interval, resync_interval, max_requests_per_minute, max_concurrent_requests, \
-         wire_ping_interval"
+         wire_ping_interval, event_batch_window"
     );
     assert_eq!(
         with("mqt:\n  url: x\n"),
@@ -100,6 +100,20 @@ fn durations_must_be_human_and_not_zero() {
     assert_eq!(
         problem(&format!("cloud:\n  api_key: k\n  wire_ping_interval: 5m\n{NETWORKS}"), &[]),
         "cloud.wire_ping_interval: must be more than 0s and at most 4m, got 5m"
+    );
+    assert_eq!(
+        problem(&format!("cloud:\n  api_key: k\n  event_batch_window: 11ms\n{NETWORKS}"), &[]),
+        "cloud.event_batch_window: must be at most 10ms (0s turns it off), got 11ms"
+    );
+    assert_eq!(
+        problem(&format!("cloud:\n  api_key: k\n  poll_interval: 0\n{NETWORKS}"), &[]),
+        "cloud.poll_interval: must be more than 0s",
+        "a bare 0 is a duration, and not one this key accepts"
+    );
+    assert_eq!(
+        problem(&format!("{CLOUD}{NETWORKS}"), &[("CASAMBI2MQTT_CLOUD__EVENT_BATCH_WINDOW", "1s")]),
+        "cloud.event_batch_window (from CASAMBI2MQTT_CLOUD__EVENT_BATCH_WINDOW): must be at most 10ms (0s turns it \
+         off), got 1s"
     );
 }
 

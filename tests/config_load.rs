@@ -36,6 +36,7 @@ fn assert_defaults(c: &Config) {
     assert_eq!(c.cloud.max_requests_per_minute, 60);
     assert_eq!(c.cloud.max_concurrent_requests, 4);
     assert_eq!(c.cloud.wire_ping_interval, Duration::from_secs(240));
+    assert_eq!(c.cloud.event_batch_window, Duration::from_millis(1));
     assert_eq!(c.mqtt.url, "mqtt://127.0.0.1:1883");
     assert_eq!(c.mqtt.username, "");
     assert_eq!(c.mqtt.password.expose(), "");
@@ -97,6 +98,7 @@ fn every_key_is_read() {
     assert_eq!(c.cloud.max_requests_per_minute, 120);
     assert_eq!(c.cloud.max_concurrent_requests, 8);
     assert_eq!(c.cloud.wire_ping_interval, Duration::from_secs(30));
+    assert_eq!(c.cloud.event_batch_window, Duration::from_millis(5));
     let emails: Vec<&str> = c.networks.iter().map(|n| n.email.as_str()).collect();
     assert_eq!(emails, ["one@example.com", "two@example.com"]);
     assert_eq!(c.networks[0].ids, ["net-a", "net-b"]);
@@ -159,6 +161,7 @@ fn env_sets_nested_keys_absent_from_the_file() {
             ("CASAMBI2MQTT_HEALTH__LISTEN", ""),
             ("CASAMBI2MQTT_LOG__FORMAT", "json"),
             ("CASAMBI2MQTT_CLOUD__MAX_CONCURRENT_REQUESTS", "2"),
+            ("CASAMBI2MQTT_CLOUD__EVENT_BATCH_WINDOW", "0"),
             ("CASAMBI2MQTT_CONFIG", "ignored: not a key variable"),
             ("OTHER_MQTT__URL", "ignored: other prefix"),
         ],
@@ -169,6 +172,7 @@ fn env_sets_nested_keys_absent_from_the_file() {
     assert_eq!(c.health.listen, None, "an empty listen turns the endpoint off");
     assert_eq!(c.log.format, LogFormat::Json);
     assert_eq!(c.cloud.max_concurrent_requests, 2);
+    assert_eq!(c.cloud.event_batch_window, Duration::ZERO, "a bare 0 turns the batching off");
     assert_eq!(c.mqtt.url, "mqtt://127.0.0.1:1883");
 }
 

@@ -35,8 +35,8 @@ async fn healthz_follows_mqtt_and_networks_and_metrics_are_exported() {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
     let mut broker = Mosquitto::start();
     let yaml = format!(
-        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\nnetworks:\n  - email: demo@example.com\n    password: demo\n\
-         mqtt:\n  url: {}\nhealth:\n  listen: 127.0.0.1:0\n",
+        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\n  event_batch_window: 3ms\nnetworks:\n  - email: demo@example.com\n    \
+         password: demo\nmqtt:\n  url: {}\nhealth:\n  listen: 127.0.0.1:0\n",
         sim.base_url(),
         sim.ws_url(),
         broker.url()
@@ -46,6 +46,7 @@ async fn healthz_follows_mqtt_and_networks_and_metrics_are_exported() {
     let (tx, rx) = tokio::sync::oneshot::channel::<Running>();
     let task = tokio::spawn(app::run(config, shutdown.clone(), Some(tx)));
     let running = rx.await.unwrap();
+    assert_eq!(casambi2mqtt::coalesce::window(), Duration::from_millis(3), "the run took the configured window");
     let addr = running.health_addr.unwrap();
     let healthz = format!("http://{addr}/healthz");
 

@@ -50,6 +50,10 @@ pub struct CloudSettings {
     pub max_concurrent_requests: usize,
     /// App-level ping per wire (the service closes wires idle for about 5 minutes; 240 s).
     pub wire_ping_interval: Duration,
+    /// How long the bridge process's thread may wait after an event to take the next ones in
+    /// with it (`cloud.event_batch_window`, [`crate::coalesce`]); zero turns it off. Set by
+    /// [`crate::app::run`] for the whole process, not per bridge.
+    pub event_batch_window: Duration,
 }
 
 /// One set of network (admin) credentials (an entry of `networks`).

@@ -57,6 +57,10 @@ pub(crate) struct CloudFile {
     /// Advanced, not in the contract's example: the wire ping interval.
     #[serde(deserialize_with = "duration")]
     pub wire_ping_interval: Duration,
+    /// Advanced, not in the contract: how long the bridge may wait after an event to take the
+    /// next ones in with it (`0` turns it off; [`crate::coalesce`]).
+    #[serde(deserialize_with = "duration")]
+    pub event_batch_window: Duration,
 }
 
 impl Default for CloudFile {
@@ -73,6 +77,7 @@ impl Default for CloudFile {
             max_requests_per_minute: DEFAULT_MAX_REQUESTS_PER_MINUTE,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             wire_ping_interval: DEFAULT_WIRE_PING_INTERVAL,
+            event_batch_window: crate::coalesce::DEFAULT_WINDOW,
         }
     }
 }
@@ -142,9 +147,18 @@ pub(crate) fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Dur
         fn visit_str<E: de::Error>(self, value: &str) -> Result<Duration, E> {
             humantime::parse_duration(value.trim()).map_err(|e| E::custom(format!("invalid duration {value:?}: {e}")))
         }
+
+        /// A bare `0` needs no unit (`event_batch_window: 0` turns the batching off); any other
+        /// number does.
+        fn visit_u64<E: de::Error>(self, value: u64) -> Result<Duration, E> {
+            match value {
+                0 => Ok(Duration::ZERO),
+                _ => Err(E::invalid_type(de::Unexpected::Unsigned(value), &self)),
+            }
+        }
     }
 
-    deserializer.deserialize_str(HumanDuration)
+    deserializer.deserialize_any(HumanDuration)
 }
 
 /// The field names a `#[derive(Deserialize)]` struct accepts.
@@ -209,5 +223,9 @@ mod tests {
         assert_eq!(d.d, Duration::from_secs(5400));
         let e = serde_yaml::from_str::<D>("d: 10 parsecs").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.starts_with("d: invalid duration \"10 parsecs\": unknown time unit"), "{e}");
+        let zero: D = serde_yaml::from_str("d: 0").unwrap();
+        assert_eq!(zero.d, Duration::ZERO, "a bare 0 needs no unit");
+        let e = serde_yaml::from_str::<D>("d: 10").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("d: invalid type: integer `10`, expected a duration like 10s"), "{e}");
     }
 }

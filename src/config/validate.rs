@@ -41,6 +41,16 @@ pub(crate) fn cloud(reader: &mut Reader, c: CloudFile) -> Option<CloudSettings> 
             ),
         ));
     }
+    if c.event_batch_window > crate::coalesce::MAX_WINDOW {
+        reader.push(Problem::invalid(
+            "cloud.event_batch_window",
+            format!(
+                "must be at most {} (0s turns it off), got {}",
+                humantime::format_duration(crate::coalesce::MAX_WINDOW),
+                humantime::format_duration(c.event_batch_window)
+            ),
+        ));
+    }
     at_least_one(reader, "cloud.max_requests_per_minute", c.max_requests_per_minute as usize);
     at_least_one(reader, "cloud.max_concurrent_requests", c.max_concurrent_requests);
     let api_key = secrets::resolve(reader, "cloud.api_key", c.api_key, c.api_key_file.as_deref(), true);
@@ -64,6 +74,7 @@ pub(crate) fn cloud(reader: &mut Reader, c: CloudFile) -> Option<CloudSettings> 
         max_requests_per_minute: c.max_requests_per_minute,
         max_concurrent_requests: c.max_concurrent_requests,
         wire_ping_interval: c.wire_ping_interval,
+        event_batch_window: c.event_batch_window,
     })
 }
 
