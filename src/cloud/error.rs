@@ -221,7 +221,7 @@ pub fn is_api_key_rejection(reason: Option<&str>, body_message: &str) -> bool {
 }
 
 /// The human message of an error body: the `error` or `message` field of a JSON object, else the
-/// text itself; trimmed, single-line and at most [`MAX_MESSAGE_CHARS`] characters.
+/// text itself; trimmed, single-line and at most `MAX_MESSAGE_CHARS` (200) characters.
 pub fn body_message(body: &str) -> String {
     #[derive(serde::Deserialize)]
     struct ErrorBody {

@@ -8,7 +8,7 @@
 //! | unit `OFF` | `Dimmer {value: 0}`; on/off-only units `OnOff {value: 0}`; other fields of the command are ignored |
 //! | unit `TOGGLE` | `ON` or `OFF`, from the current state |
 //! | unit `color_temp` K | `ColorTemperature {value: K}` + `Colorsource {source: "TW"}`, K clamped to the unit's CCT min..max |
-//! | unit `color` xy or rgb | `RGB {hue, sat}` + `Colorsource {source: "RGB"}` (see [`super::color`]) |
+//! | unit `color` xy or rgb | `RGB {hue, sat}` + `Colorsource {source: "RGB"}` (see [`crate::color`]) |
 //! | group | `controlGroup` `level` = b/255, `ON` = 1, `OFF` = 0 |
 //! | scene | `controlScene` `level` = b/255, `ON` = 1, `OFF` = 0; `/state` is refreshed after it |
 //! | network | `controlNetwork` `level`; `/state` is refreshed after it |

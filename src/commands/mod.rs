@@ -14,7 +14,7 @@
 //! here: the result comes back from the cloud as events.
 //!
 //! - [`parse`]: payload forms, limits, [`CommandError`] reasons.
-//! - [`map`]: the mapping table; [`color`]: xy → hue/sat and its measured precision.
+//! - [`map`]: the mapping table; [`crate::color`]: xy → hue/sat and its measured precision.
 //! - [`known`]: what the layer knows of each network (fed by `observe`).
 //! - [`dispatch`]: queues, coalescing, retries, rejections.
 

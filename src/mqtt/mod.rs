@@ -7,7 +7,7 @@
 //! - [`settings`]: the `mqtt`, `homeassistant` and `output` configuration sections.
 //! - [`client`]: the rumqttc connection (MQTT 5 / 3.1.1, TLS, last will, backoff).
 //! - [`topics`]: the topic layout and slugs.
-//! - [`caps`], [`unit_json`], [`color`]: what a unit is and the JSON published for it.
+//! - [`caps`], [`unit_json`], [`crate::color`]: what a unit is and the JSON published for it.
 //! - [`discovery`]: HA payloads, one module per platform.
 //! - [`render`]: the wanted retained topics per owner; [`store`]: wanted vs published;
 //!   [`plan`]: what a change of the mirror publishes (pure).

@@ -1,6 +1,6 @@
 //! Home Assistant MQTT discovery payloads (DESIGN §5), one module per HA platform.
 //!
-//! The bridge describes what HA should see as [`Device`]s holding [`Component`]s; [`render`]
+//! The bridge describes what HA should see as [`Device`]s holding [`Component`]s; [`Discovery::render`]
 //! lays them out either as one device-based config (`<prefix>/device/<id>/config` with `cmps`)
 //! or as one config per component (`<prefix>/<platform>/<unique_id>/config`). Both layouts use
 //! the same `unique_id`s and device identifiers, so switching between them keeps HA's registry.
@@ -92,7 +92,7 @@ fn put_availability(m: &mut Map<String, Value>, topics: &[String]) {
     }
 }
 
-/// How an entity is named in HA (which shows "<device name> <entity name>").
+/// How an entity is named in HA (which shows "`<device name> <entity name>`").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Name {
     /// The device's main entity: `name: null`, shown with the device name alone.
