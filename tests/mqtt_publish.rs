@@ -197,3 +197,68 @@ async fn the_bridge_info_follows_a_burst_of_networks_once_not_per_network() {
     assert_eq!(infos.last().copied().flatten(), Some(views.len()), "the last info lists every network");
     bridge.stop().await;
 }
+
+/// The unit JSON topics of a retained set (`casambi/<network>/unit/<unit>`).
+fn unit_json_topics(r: &BTreeMap<String, String>) -> Vec<String> {
+    r.keys()
+        .filter(|t| {
+            let parts: Vec<&str> = t.split('/').collect();
+            parts.len() == 4 && parts[0] == "casambi" && parts[2] == "unit"
+        })
+        .cloned()
+        .collect()
+}
+
+/// A network of more owners than the publisher renders at a time (it sends a network a few
+/// owners at once) is published whole, and the units it then loses are cleared, every topic of
+/// theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_bigger_than_one_send_is_published_whole_and_its_lost_units_cleared() {
+    let broker = Mosquitto::start();
+    let sim = Simulator::start_local(SimConfig::new(Site::generate(1, 60))).await.unwrap();
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    let id = demo_network_ids(&sim)[0].clone();
+    let mut view = view_of(&sim, &id);
+    assert_eq!(view.units.len(), 60);
+    bridge.updates.send(network_update(&view, Topology::default())).await.unwrap();
+    retained_until(broker.port(), Duration::from_secs(15), |r| unit_json_topics(r).len() == 60).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = retained(broker.port()).await;
+    let kinds = |r: &BTreeMap<String, String>, kind: &str| {
+        r.keys().filter(|t| t.split('/').nth(2) == Some(kind) && t.split('/').count() == 4).count()
+    };
+    assert_eq!(kinds(&before, "group"), view.groups.len(), "every group");
+    assert_eq!(kinds(&before, "scene"), view.scenes.len(), "every scene");
+    let availability = before.keys().filter(|t| t.ends_with("/availability") && t.contains("/unit/")).count();
+    assert_eq!(availability, 60, "every unit's availability");
+
+    // Home Assistant's birth: every owner of the network again, each topic once.
+    let mut w = Watcher::start(broker.port(), "#").await;
+    w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    w.publish("homeassistant/status", "online", false).await;
+    let again = w.settle(Duration::from_millis(800), Duration::from_secs(10)).await;
+    let republished: BTreeMap<&str, usize> = again.iter().filter(|s| !s.retain).fold(BTreeMap::new(), |mut m, s| {
+        *m.entry(s.topic.as_str()).or_default() += 1;
+        m
+    });
+    let wanted: Vec<&String> = before.keys().filter(|t| !t.starts_with("casambi/bridge/")).collect();
+    let missing: Vec<&&String> = wanted.iter().filter(|t| !republished.contains_key(t.as_str())).collect();
+    assert!(missing.is_empty(), "not republished after the birth: {missing:?}");
+    assert!(republished.values().all(|n| *n == 1), "each topic once: {republished:?}");
+
+    let lost: Vec<u32> = view.units.keys().copied().take(10).collect();
+    for unit in &lost {
+        view.units.remove(unit);
+    }
+    bridge.updates.send(network_update(&view, Topology::default())).await.unwrap();
+    retained_until(broker.port(), Duration::from_secs(15), |r| unit_json_topics(r).len() == 50).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = retained(broker.port()).await;
+    let gone: Vec<String> = unit_json_topics(&before).into_iter().filter(|t| !after.contains_key(t)).collect();
+    assert_eq!(gone.len(), 10, "{gone:?}");
+    for topic in &gone {
+        let left: Vec<&String> = after.keys().filter(|k| k.starts_with(&format!("{topic}/"))).collect();
+        assert!(left.is_empty(), "topics of a lost unit left: {left:?}");
+    }
+    bridge.stop().await;
+}

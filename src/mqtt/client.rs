@@ -20,8 +20,11 @@ use poll::{EventSender, poll_v3, poll_v5};
 /// Largest packet sent or accepted: retained discovery payloads of other integrations can be
 /// well above rumqttc's 10 KiB default, and a larger incoming packet would drop the connection.
 const MAX_PACKET: usize = 256 * 1024;
-/// Requests queued towards the event loop before `publish` waits.
-const REQUEST_CAPACITY: usize = 1024;
+/// Requests queued towards the event loop before `publish` waits. Each holds its topic and
+/// payload (a discovery config ~1.2 KB): at a big site's start-up the queue is always full, so
+/// 1,024 held ~1 MB more than 128 for no throughput (the publisher and the event loop share one
+/// thread; BENCHMARKS.md, "Scale → Memory: the snapshot sent in steps").
+const REQUEST_CAPACITY: usize = 128;
 /// Default of `mqtt.max_inflight` (see [`crate::mqtt::MqttSettings::inflight`]): most
 /// unacknowledged QoS 1/2 publications of the publishing connection (MQTT 5; the broker's
 /// Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B; 14 MB at

@@ -149,7 +149,14 @@ pub fn attach_previous(store: &Store, ops: &mut [Op], old: &[(String, String)]) 
 pub fn network_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror) -> Vec<Op> {
     let owners = m.owners();
     let mut ops = owner_ops(renderer, store, m, &owners);
-    for old in store.owners_of(&m.view.status.id) {
+    ops.extend(removed_ops(store, &m.view.status.id, &owners));
+    ops
+}
+
+/// Clears the topics of `network`'s owners that are not among `owners` any more.
+pub fn removed_ops(store: &mut Store, network: &str, owners: &[Owner]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for old in store.owners_of(network) {
         if !owners.contains(&old) {
             ops.extend(store.remove(&old));
         }

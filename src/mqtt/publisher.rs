@@ -35,6 +35,10 @@ use tokio::time::Instant;
 
 /// Problems kept while disconnected; older ones are dropped first.
 pub const HELD_ERRORS: usize = 32;
+/// Owners rendered and handed to the client together when a whole network is published: a
+/// network's operations are never held all at once (250 units are ~4,000 operations and ~1 MB
+/// of topics and payloads), only those of a few owners. The order of the topics is the same.
+const OWNERS_PER_SEND: usize = 16;
 
 /// Timings of the publisher; the defaults suit production, tests shorten them.
 #[derive(Debug, Clone)]
@@ -231,17 +235,19 @@ impl Publisher {
     }
 
     /// Publishes every wanted topic again (a new connection, HA's birth): the bridge's, then
-    /// network by network, each rendered from the mirror (the store keeps no payloads) and sent
-    /// before the next is rendered, so a site of 25,000 units never holds all its payloads at
-    /// once.
+    /// network by network, [`OWNERS_PER_SEND`] owners at a time, each rendered from the mirror
+    /// (the store keeps no payloads) and sent before the next are rendered.
     async fn republish(&mut self) {
         let bridge = self.renderer.bridge(&self.info());
         self.send(publications(bridge), Batch::Snapshot).await;
         let ids: Vec<String> = self.nets.keys().cloned().collect();
         for id in ids {
-            let Some(m) = self.nets.get(&id) else { continue };
-            let topics = m.owners().iter().flat_map(|o| self.renderer.owner(m, o)).collect();
-            self.send(publications(topics), Batch::Snapshot).await;
+            let Some(owners) = self.nets.get(&id).map(NetMirror::owners) else { continue };
+            for chunk in owners.chunks(OWNERS_PER_SEND) {
+                let Some(m) = self.nets.get(&id) else { break };
+                let topics = chunk.iter().flat_map(|o| self.renderer.owner(m, o)).collect();
+                self.send(publications(topics), Batch::Snapshot).await;
+            }
         }
     }
 
@@ -396,13 +402,19 @@ impl Publisher {
         self.send(ops, Batch::Change).await;
     }
 
-    /// Renders every owner of a network; owners that no longer exist lose their topics. A
-    /// device config among `previous` that was published is handed on as the text replaced.
+    /// Renders every owner of a network, [`OWNERS_PER_SEND`] at a time; owners that no longer
+    /// exist lose their topics. A device config among `previous` that was published is handed on
+    /// as the text replaced.
     async fn render_network(&mut self, network: &str, previous: &[(String, String)]) {
-        let Some(m) = self.nets.get(network) else { return };
-        let mut ops = plan::network_ops(&self.renderer, &mut self.store, m);
-        plan::attach_previous(&self.store, &mut ops, previous);
-        self.send(ops, Batch::Snapshot).await;
+        let Some(owners) = self.nets.get(network).map(NetMirror::owners) else { return };
+        for chunk in owners.chunks(OWNERS_PER_SEND) {
+            let Some(m) = self.nets.get(network) else { return };
+            let mut ops = plan::owner_ops(&self.renderer, &mut self.store, m, chunk);
+            plan::attach_previous(&self.store, &mut ops, previous);
+            self.send(ops, Batch::Snapshot).await;
+        }
+        let gone = plan::removed_ops(&mut self.store, network, &owners);
+        self.send(gone, Batch::Snapshot).await;
     }
 
     /// The device discovery configs of `m`'s network and units (empty unless discovery is per
