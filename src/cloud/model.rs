@@ -4,7 +4,8 @@
 //! clients. It is deliberately tolerant (DESIGN §7): integers may arrive as floats, controls come
 //! nested or flat, offline units lack fields, unknown fields are ignored and unknown control types
 //! are kept raw. REST resources are parsed rarely and use `String`; the unit state, which also
-//! arrives in every `unitChanged` event, uses `Box<str>` to stay small.
+//! arrives in every `unitChanged` event, uses `Box<str>` to stay small, and [`shared_text`] for
+//! the short strings that repeat from unit to unit.
 //!
 //! Submodules: [`control`] (control objects), [`frame`] (server → client WebSocket messages),
 //! [`client`] (client → server WebSocket messages), [`de`] (the lenient serde helpers).
@@ -17,10 +18,12 @@ mod opt_f64;
 mod opt_int;
 mod secret;
 mod sessions;
+pub mod shared_text;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -171,14 +174,14 @@ pub struct UnitState {
     #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
     pub fixture_id: Option<u32>,
     /// Firmware version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub firmware_version: Option<Box<str>>,
+    #[serde(default, deserialize_with = "shared_text::opt", skip_serializing_if = "Option::is_none")]
+    pub firmware_version: Option<Arc<str>>,
     /// Group id; 0 = none.
     #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
     pub group_id: Option<u32>,
     /// Unit type.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    pub unit_type: Option<Box<str>>,
+    #[serde(default, rename = "type", deserialize_with = "shared_text::opt", skip_serializing_if = "Option::is_none")]
+    pub unit_type: Option<Arc<str>>,
     /// Priority (meaning not documented; 0, 3, 12 seen).
     #[serde(default, skip_serializing_if = "OptInt::is_none")]
     pub priority: OptInt,
@@ -195,8 +198,8 @@ pub struct UnitState {
     #[serde(default, skip_serializing_if = "OptInt::is_none")]
     pub condition: OptInt,
     /// Status text (`ok` or a message).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<Box<str>>,
+    #[serde(default, deserialize_with = "shared_text::opt", skip_serializing_if = "Option::is_none")]
+    pub status: Option<Arc<str>>,
     /// Id of the scene the unit follows; 0 = none.
     #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
     pub active_scene_id: Option<u32>,

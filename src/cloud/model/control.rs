@@ -11,6 +11,7 @@
 //! known (key order in real frames is arbitrary): `control/de.rs`.
 
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 use super::OptF64;
 
@@ -58,7 +59,7 @@ pub struct ValueControl {
     /// The level, 0..1 (OnOff: 0 or 1).
     pub value: f64,
     /// Channel name such as `dimmer0`, when the unit has several.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }
@@ -77,7 +78,7 @@ pub struct Cct {
     /// Undocumented `tw` number.
     pub tw: OptF64,
     /// Channel name, usually `temperature`.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }
@@ -96,7 +97,7 @@ pub struct Color {
     /// `rgb(r, g, b)` string.
     pub rgb: Option<Box<str>>,
     /// Channel name, usually `rgb`.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }
@@ -107,7 +108,7 @@ pub struct Colorsource {
     /// The active colour model.
     pub source: ColorSource,
     /// Channel name, if any.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }
@@ -151,9 +152,9 @@ impl ColorSource {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StatusControl {
     /// The status as sent (`absent`, `ok`, …).
-    pub status: Box<str>,
+    pub status: Arc<str>,
     /// Channel name, if any.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }
@@ -166,7 +167,7 @@ pub struct Lux {
     /// Relative level, 0..1.
     pub level: Option<f64>,
     /// Channel name, if any.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }
@@ -183,7 +184,7 @@ pub struct Slider {
     /// Display label.
     pub label: Option<Box<str>>,
     /// Channel name, if any.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }
@@ -192,7 +193,7 @@ pub struct Slider {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plain {
     /// Channel name, if any.
-    pub name: Option<Box<str>>,
+    pub name: Option<Arc<str>>,
     /// Fields the model does not name.
     pub extra: Extra,
 }

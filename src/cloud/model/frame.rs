@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::control::{self, Control};
-use super::{OptInt, UnitState, de};
+use super::{OptInt, UnitState, de, shared_text};
 
 /// A message from the server on the WebSocket channel.
 ///
@@ -222,12 +223,12 @@ struct Frame<'a> {
     position: Option<i32>,
     #[serde(default, deserialize_with = "de::lenient_int_opt")]
     fixture_id: Option<u32>,
-    #[serde(default)]
-    firmware_version: Option<Box<str>>,
+    #[serde(default, deserialize_with = "shared_text::opt")]
+    firmware_version: Option<Arc<str>>,
     #[serde(default, deserialize_with = "de::lenient_int_opt")]
     group_id: Option<u32>,
-    #[serde(default, rename = "type")]
-    unit_type: Option<Box<str>>,
+    #[serde(default, rename = "type", deserialize_with = "shared_text::opt")]
+    unit_type: Option<Arc<str>>,
     #[serde(default)]
     priority: OptInt,
     #[serde(default)]
@@ -238,8 +239,8 @@ struct Frame<'a> {
     online: Option<bool>,
     #[serde(default)]
     condition: OptInt,
-    #[serde(default)]
-    status: Option<Box<str>>,
+    #[serde(default, deserialize_with = "shared_text::opt")]
+    status: Option<Arc<str>>,
     #[serde(default, deserialize_with = "de::lenient_int_opt")]
     active_scene_id: Option<u32>,
     #[serde(default, deserialize_with = "control::controls_opt")]

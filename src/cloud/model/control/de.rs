@@ -4,11 +4,13 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::super::shared_text;
 use super::{Cct, Color, ColorSource, Colorsource, Control, Extra, Lux, Plain, Slider, StatusControl, ValueControl};
 
 /// Keys with a fixed slot in [`Fields`]; the order matches [`KEY_NAMES`].
@@ -168,6 +170,19 @@ impl<'de> Fields<'de> {
         None
     }
 
+    /// Takes a string field as a shared string ([`shared_text`]): a control's name or status
+    /// repeats from unit to unit.
+    fn shared(&mut self, k: K) -> Option<Arc<str>> {
+        match &self.known[k as usize] {
+            Some(Slot::Str(s)) => {
+                let shared = shared_text::share(s);
+                self.known[k as usize] = None;
+                Some(shared)
+            }
+            _ => None,
+        }
+    }
+
     /// Whatever was not taken, as the control's extra fields.
     fn take_extra(&mut self) -> Extra {
         self.known[K::Type as usize] = None;
@@ -200,7 +215,7 @@ impl<'de> Fields<'de> {
         }
         Some(ValueControl {
             value: self.num(K::Value).unwrap_or(0.0),
-            name: self.string(K::Name),
+            name: self.shared(K::Name),
             extra: self.take_extra(),
         })
     }
@@ -209,8 +224,8 @@ impl<'de> Fields<'de> {
         if !self.is_str(K::Status) {
             return None;
         }
-        let status = self.string(K::Status).unwrap_or_default();
-        Some(StatusControl { status, name: self.string(K::Name), extra: self.take_extra() })
+        let status = self.shared(K::Status).unwrap_or_else(|| shared_text::share(""));
+        Some(StatusControl { status, name: self.shared(K::Name), extra: self.take_extra() })
     }
 
     /// Builds the typed control for `kind`; `None` (with nothing taken) when the fields do not
@@ -233,7 +248,7 @@ impl<'de> Fields<'de> {
                     value: self.num(K::Value).unwrap_or(0.0),
                     level: self.num(K::Level).into(),
                     tw: self.num(K::Tw).into(),
-                    name: self.string(K::Name),
+                    name: self.shared(K::Name),
                     extra: self.take_extra(),
                 })
             }
@@ -243,30 +258,30 @@ impl<'de> Fields<'de> {
                 x: self.num(K::X),
                 y: self.num(K::Y),
                 rgb: self.string(K::Rgb),
-                name: self.string(K::Name),
+                name: self.shared(K::Name),
                 extra: self.take_extra(),
             })),
             "Colorsource" => {
                 let source = self.string(K::Source)?;
                 Control::Colorsource(Colorsource {
                     source: ColorSource::parse(&source),
-                    name: self.string(K::Name),
+                    name: self.shared(K::Name),
                     extra: self.take_extra(),
                 })
             }
             "Lux" => Control::Lux(Lux {
                 value: self.num(K::Value),
                 level: self.num(K::Level),
-                name: self.string(K::Name),
+                name: self.shared(K::Name),
                 extra: self.take_extra(),
             }),
-            "Switch" => Control::Switch(Plain { name: self.string(K::Name), extra: self.take_extra() }),
+            "Switch" => Control::Switch(Plain { name: self.shared(K::Name), extra: self.take_extra() }),
             "Slider" => Control::Slider(Slider {
                 min: self.num(K::Min).into(),
                 max: self.num(K::Max).into(),
                 value: self.num(K::Value).into(),
                 label: self.string(K::Label),
-                name: self.string(K::Name),
+                name: self.shared(K::Name),
                 extra: self.take_extra(),
             }),
             _ => return None,
