@@ -84,6 +84,7 @@ pub fn opt<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Arc<str>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cloud::model::{Control, ServerMessage, UnitState, parse_frame};
 
     #[test]
     fn the_same_short_string_is_one_copy() {
@@ -132,5 +133,55 @@ mod tests {
         assert!(read(r#"{"s":1}"#).is_err());
         let sonic: T = sonic_rs::from_str(r#"{"s":"ok"}"#).unwrap();
         assert!(Arc::ptr_eq(&sonic.s.unwrap(), &share("ok")));
+    }
+
+    #[test]
+    fn units_share_their_repeated_short_strings() {
+        // Two units of a site, from a frame each and from REST: the type, firmware version, status
+        // and control names are one copy (`shared_text`); names and addresses stay each unit's own.
+        let body = |id: u32| {
+            format!(
+                r#""id":{id},"name":"Unit {id}","address":"00000000000{id}","type":"Luminaire","firmwareVersion":"32.10","status":"ok","controls":[[{{"type":"Dimmer","name":"dimmer0","value":0.5}},{{"type":"Presence","name":"motion","status":"absent"}}]]"#
+            )
+        };
+        let from_frame =
+            |id: u32| match parse_frame(format!(r#"{{"wire":1,"method":"unitChanged",{}}}"#, body(id)).as_bytes()) {
+                Ok(ServerMessage::UnitChanged { unit, .. }) => *unit,
+                other => panic!("not a unitChanged: {other:?}"),
+            };
+        let from_rest = |id: u32| serde_json::from_str::<UnitState>(&format!("{{{}}}", body(id))).unwrap();
+        let shared = |a: &Option<Arc<str>>, b: &Option<Arc<str>>| match (a, b) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        let names = |u: &UnitState| -> Vec<Option<Arc<str>>> {
+            u.controls
+                .iter()
+                .flatten()
+                .map(|c| match c {
+                    Control::Dimmer(v) => v.name.clone(),
+                    Control::Presence(s) => s.name.clone(),
+                    other => panic!("unexpected control {other:?}"),
+                })
+                .collect()
+        };
+        let status = |u: &UnitState| match u.controls.as_deref() {
+            Some([_, Control::Presence(s)]) => s.status.clone(),
+            other => panic!("no presence control: {other:?}"),
+        };
+        let (a, b, c) = (from_frame(3), from_frame(4), from_rest(5));
+        for other in [&b, &c] {
+            assert!(shared(&a.unit_type, &other.unit_type));
+            assert!(shared(&a.firmware_version, &other.firmware_version));
+            assert!(shared(&a.status, &other.status));
+            for (x, y) in names(&a).iter().zip(names(other).iter()) {
+                assert!(shared(x, y));
+            }
+            assert!(Arc::ptr_eq(&status(&a), &status(other)));
+            assert_ne!(a.name, other.name);
+        }
+        assert_eq!(a.unit_type.as_deref(), Some("Luminaire"));
+        assert_eq!(names(&c).iter().map(|n| n.as_deref()).collect::<Vec<_>>(), [Some("dimmer0"), Some("motion")]);
+        assert_eq!(&*status(&c), "absent");
     }
 }
