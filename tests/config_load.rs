@@ -330,3 +330,18 @@ fn the_process_environment_variant_reads_an_explicit_file() {
     assert_eq!(c.cloud.api_key.expose(), "test-api-key");
     assert!(config::load_from_process_env(Some(Path::new("/nonexistent/config.yaml"))).is_err());
 }
+
+#[test]
+fn the_readme_and_docs_configuration_say_the_same() {
+    // README.md carries the configuration reference for a first read, docs/configuration.md for
+    // links; the key test above checks the docs, this keeps the README from drifting away.
+    let readme = std::fs::read_to_string(root("README.md")).unwrap();
+    let docs = std::fs::read_to_string(root("docs/configuration.md")).unwrap();
+    let start = readme.find("\n## Configuration\n").expect("README has a Configuration section");
+    let section = &readme[start + "\n## Configuration\n".len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let body = docs.strip_prefix("# Configuration\n").expect("docs/configuration.md starts with its title");
+    // The only differences allowed: the docs' "Keys" heading, and links relative to each file.
+    let body = body.replace("\n## Keys\n", "").replace("](../", "](");
+    assert_eq!(section.trim(), body.trim(), "README.md's Configuration section and docs/configuration.md differ");
+}
