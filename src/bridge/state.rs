@@ -8,7 +8,7 @@
 //! Units are kept as `Arc<UnitState>`: a change hands the MQTT side a cheap clone of the unit, and
 //! `Arc::make_mut` copies a unit only while the MQTT side still holds the previous version.
 
-use crate::cloud::model::{Control, Fixture, Network, NetworkState, UnitState};
+use crate::cloud::model::{Control, Fixture, Network, NetworkState, UnitState, shared_text};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -213,9 +213,9 @@ impl NetworkView {
             state.name = Some(u.name.as_str().into());
             state.address = Some(u.address.as_str().into());
             state.fixture_id = u.fixture_id.or(state.fixture_id);
-            state.firmware_version = u.firmware_version.as_deref().map(Into::into).or(state.firmware_version);
+            state.firmware_version = u.firmware_version.as_deref().map(shared_text::share).or(state.firmware_version);
             state.group_id = u.group_id.or(state.group_id);
-            state.unit_type = u.unit_type.as_deref().map(Into::into).or(state.unit_type);
+            state.unit_type = u.unit_type.as_deref().map(shared_text::share).or(state.unit_type);
             state.image = u.image.as_deref().map(Into::into);
             units.insert(u.id, Arc::new(state));
         }
@@ -533,5 +533,25 @@ mod tests {
         view.apply_config(&net(r#"{"1":{"id":1,"name":"A"},"2":{"id":2,"name":"B"}}"#));
         let t = view.apply_config(&net(r#"{"1":{"id":1,"name":"A2"},"3":{"id":3,"name":"C"}}"#));
         assert_eq!(t.units, IdDiff { added: vec![3], removed: vec![2], renamed: vec![1] });
+    }
+
+    #[test]
+    fn units_from_the_network_config_share_their_type_and_firmware() {
+        let config: Network = serde_json::from_value(serde_json::json!({
+            "id": "n1",
+            "units": {
+                "1": {"id": 1, "address": "a1", "name": "One", "type": "Luminaire", "firmwareVersion": "32.10"},
+                "2": {"id": 2, "address": "a2", "name": "Two", "type": "Luminaire", "firmwareVersion": "32.10"}
+            }
+        }))
+        .unwrap();
+        let mut view = NetworkView::new("n1");
+        view.apply_config(&config);
+        let (one, two) = (&view.units[&1], &view.units[&2]);
+        let shared =
+            |a: &Option<Arc<str>>, b: &Option<Arc<str>>| matches!((a, b), (Some(a), Some(b)) if Arc::ptr_eq(a, b));
+        assert!(shared(&one.unit_type, &two.unit_type));
+        assert!(shared(&one.firmware_version, &two.firmware_version));
+        assert_eq!(one.unit_type.as_deref(), Some("Luminaire"));
     }
 }
