@@ -159,28 +159,27 @@ impl<'de> Fields<'de> {
         }
     }
 
-    /// Takes a string field; a field of another JSON type stays and ends up in `extra`.
-    fn string(&mut self, k: K) -> Option<Box<str>> {
+    /// Takes a string field through `make`; a field of another JSON type stays and ends up in
+    /// `extra`.
+    fn take_str<T>(&mut self, k: K, make: impl FnOnce(Cow<'de, str>) -> T) -> Option<T> {
         let slot = &mut self.known[k as usize];
         if matches!(slot, Some(Slot::Str(_)))
             && let Some(Slot::Str(s)) = slot.take()
         {
-            return Some(s.into());
+            return Some(make(s));
         }
         None
+    }
+
+    /// Takes a string field.
+    fn string(&mut self, k: K) -> Option<Box<str>> {
+        self.take_str(k, Into::into)
     }
 
     /// Takes a string field as a shared string ([`shared_text`]): a control's name or status
     /// repeats from unit to unit.
     fn shared(&mut self, k: K) -> Option<Arc<str>> {
-        match &self.known[k as usize] {
-            Some(Slot::Str(s)) => {
-                let shared = shared_text::share(s);
-                self.known[k as usize] = None;
-                Some(shared)
-            }
-            _ => None,
-        }
+        self.take_str(k, |s| shared_text::share(&s))
     }
 
     /// Whatever was not taken, as the control's extra fields.
