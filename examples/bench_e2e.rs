@@ -126,7 +126,7 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let args = Args::parse();
-    support::block_on(args.timeout, run(args))
+    support::block_on(args.timeout, support::Harness::OneThread, run(args))
 }
 
 /// The generated site, with network 1 rewritten for the burst: 250 (or all) `Dimmer + CCT`
@@ -177,6 +177,9 @@ struct PhaseResult {
     max_ms: f64,
     bridge_cpu: Duration,
     broker_cpu: Duration,
+    /// This process's CPU: the simulator, the injector and the subscriber, all of which share the
+    /// machine's cores with the bridge and the broker.
+    harness_cpu: Duration,
     messages: usize,
     unit_json_bytes: f64,
     load: f64,
@@ -193,6 +196,9 @@ impl PhaseResult {
     }
     fn broker_us_per_message(&self) -> f64 {
         self.broker_cpu.as_secs_f64() * 1e6 / self.messages as f64
+    }
+    fn harness_us_per_event(&self) -> f64 {
+        self.harness_cpu.as_secs_f64() * 1e6 / self.injected as f64
     }
 }
 
@@ -267,7 +273,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let r = phase(&mut rig, rate, args.seconds, args.pacing).await?;
             println!(
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
-                 bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), load {:.2}, stolen {:.1} %",
+                 bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
+                 harness {:.1} µs/event, load {:.2}, stolen {:.1} %",
                 run + 1,
                 r.injected,
                 r.achieved_rate,
@@ -282,6 +289,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.broker_us_per_message(),
                 r.messages,
                 r.messages as f64 / r.injected as f64,
+                r.harness_us_per_event(),
                 r.load,
                 r.steal
             );
@@ -297,12 +305,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
         for run in 0..args.runs {
             let c = ceiling(&rig, args.ceiling, size).await?;
             println!(
-                "broker ceiling run {}: {} messages of {size} B, {:.0} msg/s, lost {}, broker {:.1} µs CPU/message",
+                "broker ceiling run {}: {} messages of {size} B, {:.0} msg/s, lost {}, broker {:.1} µs CPU/message, \
+                 harness {:.1} µs/message",
                 run + 1,
                 c.sent,
                 c.rate,
                 c.lost,
-                c.cpu_us_per_message
+                c.cpu_us_per_message,
+                c.harness_us_per_message
             );
             ceilings.push(c);
             rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
@@ -332,6 +342,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!("  bridge CPU µs/event   {}", fmt_spread(&f(|r| r.bridge_us_per_event()), 1));
         println!("  broker CPU µs/message {}", fmt_spread(&f(|r| r.broker_us_per_message()), 1));
         println!("  messages/event        {}", fmt_spread(&f(|r| r.messages as f64 / r.injected as f64), 2));
+        println!("  harness CPU µs/event  {}", fmt_spread(&f(|r| r.harness_us_per_event()), 1));
         println!("  unit JSON bytes       {}", fmt_spread(&f(|r| r.unit_json_bytes), 0));
         println!("  CPU stolen %          {}", fmt_spread(&f(|r| r.steal), 1));
         println!(
@@ -349,6 +360,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!(
             "  broker CPU µs/message {}",
             fmt_spread(&ceilings.iter().map(|c| c.cpu_us_per_message).collect::<Vec<_>>(), 1)
+        );
+        println!(
+            "  harness CPU µs/msg    {}",
+            fmt_spread(&ceilings.iter().map(|c| c.harness_us_per_message).collect::<Vec<_>>(), 1)
         );
     }
     if !bursts.is_empty() {
@@ -384,12 +399,13 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     let steal0 = support::steal_ticks();
     let from = rig.recorder.len();
     let (bridge0, broker0) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let harness0 = cpu_time(std::process::id());
 
     let shared = rig.sim.shared().clone();
     let targets = rig.targets.clone();
     let base = rig.recorder.base;
     let times = injected_at.clone();
-    let (start, end) = tokio::task::spawn_blocking(move || {
+    let mut injector = Some(tokio::task::spawn_blocking(move || {
         let start = Instant::now() + Duration::from_millis(20);
         for (i, slot) in times.iter().enumerate() {
             wait_until(start + Duration::from_secs_f64(i as f64 / rate), pacing);
@@ -399,15 +415,19 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
             let _ = shared.world().set_unit_state(net, *unit, None, None, &[json!({"type": "Dimmer", "value": value})]);
         }
         (start, Instant::now())
-    })
-    .await?;
+    }));
 
-    // Collect arrivals until every change is in, or 10 s after the last injection.
+    // Collect arrivals while the changes go in (a few hundred messages a pass: the subscriber,
+    // which timestamps them, shares this thread), until every change is in or 10 s after the last
+    // injection.
     let mut arrived: Vec<Option<Duration>> = vec![None; total];
     let (mut received, mut duplicates, mut scanned, mut messages) = (0usize, 0usize, from, 0usize);
     let (mut json_bytes, mut json_count) = (0usize, 0usize);
-    let drain_deadline = end + Duration::from_secs(10);
+    let mut injected: Option<(Instant, Instant)> = None;
     loop {
+        if let Some(done) = injector.take_if(|h| h.is_finished()) {
+            injected = Some(done.await?);
+        }
         let new: Vec<Received> = rig.recorder.since(scanned);
         scanned += new.len();
         for m in new {
@@ -427,12 +447,16 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
                 Some(_) => duplicates += 1,
             }
         }
-        if received == total || Instant::now() > drain_deadline {
+        if let Some((_, end)) = injected
+            && (received == total || Instant::now() > end + Duration::from_secs(10))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let Some((start, end)) = injected else { anyhow::bail!("the injector ended without its times") };
     let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let harness1 = cpu_time(std::process::id());
     let steal = support::steal_percent(steal0, support::steal_ticks());
     let mut latencies: Vec<f64> = arrived
         .iter()
@@ -455,6 +479,7 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
         max_ms: latencies.last().copied().unwrap_or(f64::NAN),
         bridge_cpu: bridge1.saturating_sub(bridge0),
         broker_cpu: broker1.saturating_sub(broker0),
+        harness_cpu: harness1.saturating_sub(harness0),
         messages,
         unit_json_bytes: if json_count > 0 { json_bytes as f64 / json_count as f64 } else { f64::NAN },
         load,
@@ -467,6 +492,8 @@ struct Ceiling {
     rate: f64,
     lost: usize,
     cpu_us_per_message: f64,
+    /// This process's CPU (the publisher and the subscriber) per message.
+    harness_us_per_message: f64,
 }
 
 /// mosquitto alone: a plain rumqttc publisher (MQTT 5, QoS 1, retained, as the bridge publishes)
@@ -494,7 +521,7 @@ async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling
     });
     tokio::time::timeout(Duration::from_secs(10), connected_rx).await??;
     let from = rig.recorder.len();
-    let broker0 = cpu_time(rig.broker.pid());
+    let (broker0, harness0) = (cpu_time(rig.broker.pid()), cpu_time(std::process::id()));
     let filler = "x".repeat(size.saturating_sub(40));
     let start = rig.recorder.base.elapsed();
     for i in 0..count {
@@ -514,7 +541,7 @@ async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let broker1 = cpu_time(rig.broker.pid());
+    let (broker1, harness1) = (cpu_time(rig.broker.pid()), cpu_time(std::process::id()));
     let _ = client.disconnect().await;
     poller.abort();
     // Clear the retained test topics.
@@ -530,6 +557,7 @@ async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling
         rate: received as f64 / (last.saturating_sub(start)).as_secs_f64(),
         lost: count - received,
         cpu_us_per_message: broker1.saturating_sub(broker0).as_secs_f64() * 1e6 / count as f64,
+        harness_us_per_message: harness1.saturating_sub(harness0).as_secs_f64() * 1e6 / count as f64,
     })
 }
 

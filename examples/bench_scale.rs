@@ -92,7 +92,7 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let args = Args::parse();
-    support::block_on(args.timeout, run(args))
+    support::block_on(args.timeout, support::Harness::TwoThreads, run(args))
 }
 
 struct RunResult {

@@ -127,5 +127,11 @@ async fn upgrade(
         shared.log.ws(WsRecord::SocketRefused { at: shared.started.elapsed(), status: 429 });
         return (StatusCode::TOO_MANY_REQUESTS, "Too many active websocket connections").into_response();
     };
-    ws.on_upgrade(move |socket| conn::run(socket, shared, status, slot))
+    ws.read_buffer_size(READ_BUFFER_BYTES).on_upgrade(move |socket| conn::run(socket, shared, status, slot))
 }
+
+/// How much one read from a socket may take. The WebSocket layer zero-fills this much of its
+/// buffer before every read, also the reads that find nothing, and the socket task polls a read
+/// each time it wakes to send an event: its 128 KiB default made that fill a quarter of the task's
+/// CPU. Client messages are small; a larger one takes several reads.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
