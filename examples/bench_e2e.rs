@@ -126,7 +126,7 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let args = Args::parse();
-    support::block_on(args.timeout, support::Harness::OneThread, run(args))
+    support::block_on(args.timeout, run(args))
 }
 
 /// The generated site, with network 1 rewritten for the burst: 250 (or all) `Dimmer + CCT`

@@ -92,7 +92,7 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let args = Args::parse();
-    support::block_on(args.timeout, support::Harness::TwoThreads, run(args))
+    support::block_on(args.timeout, run(args))
 }
 
 struct RunResult {
@@ -277,7 +277,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     // A restart: the broker still holds everything the first bridge retained, which the new
     // bridge's start-up scan for stale topics receives in full.
     let restart = if args.restart {
-        let from = recorder.since(0).len();
+        let from = recorder.len();
         let broker_cpu0 = cpu_time(broker.pid());
         let again = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
         let spawned = again.started.saturating_duration_since(base);

@@ -39,28 +39,14 @@ fn unregister(pid: u32) {
     CHILDREN.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| *p != pid);
 }
 
-/// The runtime of a benchmark's own process (the simulator, the driver and the subscriber).
-#[derive(Clone, Copy, Debug)]
-pub enum Harness {
-    /// One thread: no wake-ups passed between workers. Where the harness's CPU competes with the
-    /// bridge and the broker for the machine's cores, this leaves them the most.
-    OneThread,
-    /// Two workers: the simulator can answer the bridge's start-up requests on both cores.
-    TwoThreads,
-}
-
 /// The `main` of a benchmark after its arguments are parsed: a watchdog of `timeout_secs`, then
-/// `run` on the harness's runtime.
-pub fn block_on(
-    timeout_secs: u64,
-    harness: Harness,
-    run: impl std::future::Future<Output = anyhow::Result<()>>,
-) -> anyhow::Result<()> {
+/// `run` on one thread. The simulator, the driver and the subscriber share this process, and its
+/// CPU is taken from the same cores as the bridge and the broker: one thread passes no wake-ups
+/// between workers, which took a fifth of the process's CPU with two (BENCHMARKS.md "End to end →
+/// The harness's share of the machine").
+pub fn block_on(timeout_secs: u64, run: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
     watchdog(Duration::from_secs(timeout_secs));
-    let runtime = match harness {
-        Harness::OneThread => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
-        Harness::TwoThreads => tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?,
-    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(run)
 }
 
