@@ -424,7 +424,7 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     let (mut received, mut duplicates, mut scanned, mut messages) = (0usize, 0usize, from, 0usize);
     let (mut json_bytes, mut json_count) = (0usize, 0usize);
     let mut injected: Option<(Instant, Instant)> = None;
-    loop {
+    let (start, end) = loop {
         if let Some(done) = injector.take_if(|h| h.is_finished()) {
             injected = Some(done.await?);
         }
@@ -447,14 +447,13 @@ async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
                 Some(_) => duplicates += 1,
             }
         }
-        if let Some((_, end)) = injected
+        if let Some(times @ (_, end)) = injected
             && (received == total || Instant::now() > end + Duration::from_secs(10))
         {
-            break;
+            break times;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let Some((start, end)) = injected else { anyhow::bail!("the injector ended without its times") };
+    };
     let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
     let harness1 = cpu_time(std::process::id());
     let steal = support::steal_percent(steal0, support::steal_ticks());
