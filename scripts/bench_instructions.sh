@@ -11,9 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install -y valgrind)" >&2; exit 1; }
-bin=$(cargo bench --bench hot_path --no-run --message-format=json 2>/dev/null \
-  | sed -n 's/.*"executable":"\([^"]*hot_path[^"]*\)".*/\1/p' | tail -1)
-[ -x "$bin" ] || { echo "could not build benches/hot_path.rs" >&2; exit 1; }
+bin=$(scripts/hot_path_bin.sh)
 benches=("$@")
 [ ${#benches[@]} -gt 0 ] || benches=(parse diff_unchanged diff_changed render render_cold pipeline_unchanged pipeline_changed)
 count() {
