@@ -27,13 +27,13 @@ for i in $(seq 1 "$runs"); do
   # divan's line for the stage: name, fastest, slowest, median, mean (each a value and a unit).
   line=$(taskset -c "$cpu" "$bin" --bench "$stage" --sample-count 1000 2>/dev/null | grep -E "[─ ]$stage " || true)
   [ -n "$line" ] || { echo "no result for stage $stage" >&2; exit 1; }
-  read -r fastest median < <(echo "$line" | awk -v s="$stage" '
+  # One line per run on the terminal, and "fastest median" in $results for the spread below.
+  echo "$line" | awk -v s="$stage" -v run="$i" -v cpu="$cpu" -v at="$(date +%T)" -v out="$results" '
     function us(v, u) { return u == "ns" ? v / 1000 : (u == "ms" ? v * 1000 : v) }
     { for (i = 1; i <= NF; i++) if ($i == s) break
-      print us($(i + 1), $(i + 2)), us($(i + 7), $(i + 8)) }')
-  echo "$i $cpu $(date +%T) $fastest $median" | awk '{
-    printf "run %2d  cpu %d  %s  fastest %.3f  median %.3f  (%.0f frames/s)\n", $1, $2, $3, $4, $5, 1e6 / $5 }'
-  echo "$fastest $median" >> "$results"
+      fastest = us($(i + 1), $(i + 2)); median = us($(i + 7), $(i + 8))
+      printf "run %2d  cpu %d  %s  fastest %.3f  median %.3f  (%.0f frames/s)\n", run, cpu, at, fastest, median, 1e6 / median
+      print fastest, median >> out }'
   [ "$i" -eq "$runs" ] || sleep "$pause"
 done
 # min / median / max of one column of the results (1: fastest sample, 2: median of a run).
