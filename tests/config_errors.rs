@@ -61,6 +61,10 @@ fn wrong_types_name_the_key_the_expectation_and_the_value() {
     assert_eq!(with("mqtt:\n  qos: 300\n"), "mqtt.qos: expected an integer 0..2, got 300");
     assert_eq!(with("mqtt:\n  snapshot_qos: one\n"), "mqtt.snapshot_qos: expected an integer 0..2, got \"one\"");
     assert_eq!(with("mqtt:\n  max_inflight: 70000\n"), "mqtt.max_inflight: expected an integer 1..65535, got 70000");
+    assert_eq!(
+        with("mqtt:\n  tcp_nodelay: sometimes\n"),
+        "mqtt.tcp_nodelay: expected true or false, got \"sometimes\""
+    );
     assert_eq!(with("homeassistant:\n  enabled: yes\n"), "homeassistant.enabled: expected true or false, got \"yes\"");
     assert_eq!(
         with("mqtt:\n  username: 1234\n"),

@@ -190,6 +190,7 @@ fn hint(key: &str) -> Option<&'static str> {
         "homeassistant.discovery" => "device or component",
         "mqtt.protocol" => "v5 or v3",
         "mqtt.max_inflight" => "an integer 1..65535",
+        "mqtt.tcp_nodelay" => "true or false",
         "log.format" => "text or json",
         "networks" => "a list of credentials entries (email, password, ids)",
         "networks[].ids" => "a list of network ids",

@@ -213,11 +213,11 @@ fn trusted_pem(ca_file: Option<&Path>) -> Result<Vec<u8>, ClientError> {
     Ok(pem)
 }
 
-/// Socket options: TCP_NODELAY, so a state change goes out at once instead of waiting (Nagle's
-/// algorithm) for the broker to acknowledge the previous packet.
-fn network_options() -> rumqttc::NetworkOptions {
+/// Socket options: `TCP_NODELAY` as [`MqttSettings::nodelay`] says (off at QoS 1 and 2, where
+/// Nagle's algorithm gathers the packets rumqttc writes one by one, on at QoS 0).
+fn network_options(nodelay: bool) -> rumqttc::NetworkOptions {
     let mut n = rumqttc::NetworkOptions::new();
-    n.set_tcp_nodelay(true);
+    n.set_tcp_nodelay(nodelay);
     n
 }
 
@@ -363,7 +363,7 @@ impl Client {
                     o.set_last_will(rumqttc::LastWill::new(w.topic, w.payload, qos3(qos), true));
                 }
                 let (client, mut eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
-                eventloop.set_network_options(network_options());
+                eventloop.set_network_options(network_options(settings.nodelay()));
                 let task = tokio::spawn(poll_v3(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
                 Ok((Client { inner: Inner::V3(client), qos, _guard: guard }, rx, task))
@@ -389,7 +389,7 @@ impl Client {
                         None,
                     ));
                 }
-                o.set_network_options(network_options());
+                o.set_network_options(network_options(settings.nodelay()));
                 let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, REQUEST_CAPACITY);
                 let task = tokio::spawn(poll_v5(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
