@@ -213,8 +213,9 @@ fn trusted_pem(ca_file: Option<&Path>) -> Result<Vec<u8>, ClientError> {
     Ok(pem)
 }
 
-/// Socket options: `TCP_NODELAY` as [`MqttSettings::nodelay`] says (off at QoS 1 and 2, where
-/// Nagle's algorithm gathers the packets rumqttc writes one by one, on at QoS 0).
+/// Socket options: `TCP_NODELAY` unless `mqtt.tcp_nodelay` is false (see
+/// [`MqttSettings::tcp_nodelay`]: Nagle's algorithm saves CPU under streams of changes and costs a
+/// command's state ~40 ms).
 fn network_options(nodelay: bool) -> rumqttc::NetworkOptions {
     let mut n = rumqttc::NetworkOptions::new();
     n.set_tcp_nodelay(nodelay);
@@ -363,7 +364,7 @@ impl Client {
                     o.set_last_will(rumqttc::LastWill::new(w.topic, w.payload, qos3(qos), true));
                 }
                 let (client, mut eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
-                eventloop.set_network_options(network_options(settings.nodelay()));
+                eventloop.set_network_options(network_options(settings.tcp_nodelay));
                 let task = tokio::spawn(poll_v3(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
                 Ok((Client { inner: Inner::V3(client), qos, _guard: guard }, rx, task))
@@ -389,7 +390,7 @@ impl Client {
                         None,
                     ));
                 }
-                o.set_network_options(network_options(settings.nodelay()));
+                o.set_network_options(network_options(settings.tcp_nodelay));
                 let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, REQUEST_CAPACITY);
                 let task = tokio::spawn(poll_v5(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));

@@ -76,10 +76,19 @@ pub struct MqttSettings {
     /// it). Each slot costs ~216 bytes up front; a larger window helps only a broker with a long
     /// round trip. Unset: [`MqttSettings::inflight`] picks one from `snapshot_qos`.
     pub max_inflight: Option<u16>,
-    /// Whether every packet leaves at once (`TCP_NODELAY`) or the kernel may gather the small
-    /// packets written while an earlier one is unacknowledged (Nagle's algorithm). Unset:
-    /// [`MqttSettings::nodelay`] picks one from `qos`.
-    pub tcp_nodelay: Option<bool>,
+    /// Whether every packet leaves at once (`TCP_NODELAY`, the default) or the kernel may gather
+    /// the small packets written while an earlier one is unacknowledged (`false`: Nagle's
+    /// algorithm).
+    ///
+    /// rumqttc writes each packet with a system call of its own; with Nagle's algorithm they no
+    /// longer make a TCP segment each. Under a stream of changes at QoS 1 that takes 17 % off the
+    /// bridge's CPU at 5,000 events/s and lets it keep up at 18,000/s on the benchmark's machine
+    /// (BENCHMARKS.md, "End to end → Nagle's algorithm"), because the broker's PUBACK brings the
+    /// TCP acknowledgement back at once. But a packet written after one the broker does not
+    /// answer (the PUBACK for a command, any QoS 0 publication) waits for the broker's delayed
+    /// acknowledgement, ~40 ms on Linux: a command's new state then reaches MQTT 40 ms later. So
+    /// it is an opt-in for sites whose event rate, not their commands, is what matters.
+    pub tcp_nodelay: bool,
 }
 
 impl MqttSettings {
@@ -91,20 +100,6 @@ impl MqttSettings {
     pub fn inflight(&self) -> u16 {
         use crate::mqtt::client::{PUBLISHING_INFLIGHT, SNAPSHOT_INFLIGHT};
         self.max_inflight.unwrap_or(if self.snapshot_qos > 0 { SNAPSHOT_INFLIGHT } else { PUBLISHING_INFLIGHT })
-    }
-
-    /// The connections' `TCP_NODELAY`: `tcp_nodelay` if set, else on only when changes go out at
-    /// QoS 0.
-    ///
-    /// At QoS 1 or 2 the broker answers each change at once (PUBACK/PUBREC), and the answer
-    /// carries the TCP acknowledgement back, so Nagle's algorithm holds a packet only for the
-    /// broker's round trip and sends what was written meanwhile as one segment: at 5,000
-    /// changes/s the bridge took 17 % less CPU, with the same latency (BENCHMARKS.md, "End to end
-    /// → Nagle's algorithm at QoS 1"). At QoS 0 nothing answers a publication, a held packet waits
-    /// for the broker's delayed acknowledgement (up to 40 ms on Linux), and the median latency
-    /// went from 1 to 9.5 ms; so QoS 0 sends every packet at once.
-    pub fn nodelay(&self) -> bool {
-        self.tcp_nodelay.unwrap_or(self.qos == 0)
     }
 }
 
@@ -122,7 +117,7 @@ impl Default for MqttSettings {
             snapshot_qos: 0,
             protocol: Protocol::V5,
             max_inflight: None,
-            tcp_nodelay: None,
+            tcp_nodelay: true,
         }
     }
 }
@@ -305,21 +300,11 @@ mod tests {
     }
 
     #[test]
-    fn nagle_is_on_only_when_changes_are_acknowledged_unless_set() {
-        let mut m = MqttSettings::default();
-        assert_eq!(m.qos, 1);
-        assert!(!m.nodelay(), "QoS 1: the broker's PUBACK carries the TCP acknowledgement back");
-        m.qos = 2;
-        assert!(!m.nodelay());
-        m.qos = 0;
-        assert!(m.nodelay(), "QoS 0: nothing answers a publication, so nothing may wait");
-        m.tcp_nodelay = Some(false);
-        assert!(!m.nodelay());
-        m.qos = 1;
-        m.tcp_nodelay = Some(true);
-        assert!(m.nodelay());
-        let parsed: MqttSettings = serde_yaml::from_str("tcp_nodelay: true\nqos: 1\n").unwrap();
-        assert_eq!(parsed.tcp_nodelay, Some(true));
+    fn every_packet_leaves_at_once_unless_nagle_is_asked_for() {
+        assert!(MqttSettings::default().tcp_nodelay, "a command's state must not wait for a delayed ACK");
+        let parsed: MqttSettings = serde_yaml::from_str("tcp_nodelay: false\n").unwrap();
+        assert!(!parsed.tcp_nodelay);
+        assert_eq!(parsed.qos, 1, "the other keys keep their defaults");
     }
 
     #[test]

@@ -18,13 +18,16 @@
 //!   the change that caused it: latency = injection (just before the mutation that sends the
 //!   frame) → arrival at the subscriber.
 //! - In the same run: mosquitto's own ceiling (a plain rumqttc publisher → the subscriber, QoS 1,
-//!   retained, at the size of the bridge's unit JSON) and mosquitto's CPU per message, and a
-//!   burst: one scene activation changing 250 units of a network at once.
+//!   retained, at the size of the bridge's unit JSON) and mosquitto's CPU per message; a burst:
+//!   one scene activation changing 250 units of a network at once; and commands sent on MQTT,
+//!   timed until the unit's new state is back ([`commands`]).
 //!
 //! Results and how to read them: BENCHMARKS.md.
 
-#[path = "bench_support/mod.rs"]
+#[path = "../bench_support/mod.rs"]
 mod support;
+
+mod commands;
 
 use casambi2mqtt::sim::site::{Group, Scene, SceneUnit, Site};
 use casambi2mqtt::sim::{SimConfig, Simulator};
@@ -54,6 +57,10 @@ struct Args {
     /// Scene activations of the burst measurement (0 = none).
     #[arg(long, default_value_t = 30)]
     bursts: usize,
+    /// Commands sent on MQTT (QoS 1, 100 ms apart) to one luminaire, each timed until the
+    /// unit's new state is back on MQTT (0 = none).
+    #[arg(long, default_value_t = 20)]
+    commands: usize,
     /// Messages of the broker-ceiling measurement per run (0 = none).
     #[arg(long, default_value_t = 100_000)]
     ceiling: usize,
@@ -238,7 +245,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let sim = Simulator::start_local(SimConfig::new(site)).await?;
     let broker = Broker::start();
     let base = Instant::now();
-    let (recorder, _sub) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
+    let (recorder, subscriber) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
     let yaml = support::bridge_config(&sim, &broker, true);
     let bridge = BridgeProcess::start(&yaml);
     println!("site: {} networks, {units} units; {} Dimmer+CCT luminaires driven", args.site, targets.len());
@@ -319,6 +326,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
 
+    let mut round_trips = Vec::new();
+    if args.commands > 0 {
+        let (net, unit) = rig.targets.first().cloned().ok_or_else(|| anyhow::anyhow!("no luminaire to command"))?;
+        let prefix = format!("casambi/{}/unit/", network_slug(&rig, &net));
+        let topic = commands::state_topic(&rig.recorder, &prefix, unit)
+            .ok_or_else(|| anyhow::anyhow!("no unit JSON of unit {unit} under {prefix}"))?;
+        round_trips =
+            commands::round_trips(&subscriber, &rig.recorder, &topic, args.commands, Duration::from_millis(100))
+                .await?;
+        round_trips.sort_by(f64::total_cmp);
+        rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
+    }
+
     let mut bursts = Vec::new();
     for i in 0..args.bursts {
         let level = if i % 2 == 0 { 1.0 } else { 0.5 };
@@ -364,6 +384,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!(
             "  harness CPU µs/msg    {}",
             fmt_spread(&ceilings.iter().map(|c| c.harness_us_per_message).collect::<Vec<_>>(), 1)
+        );
+    }
+    if let Some(max) = round_trips.last() {
+        println!(
+            "commands: {} sent on MQTT, round trip to the unit's new state ms p50 {:.1} p99 {:.1} max {:.1}",
+            round_trips.len(),
+            quantile(&round_trips, 0.5),
+            quantile(&round_trips, 0.99),
+            max
         );
     }
     if !bursts.is_empty() {
@@ -560,6 +589,12 @@ async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling
     })
 }
 
+/// The topic slug of a network of the simulated site.
+fn network_slug(rig: &Rig, network: &str) -> String {
+    let world = rig.sim.shared().world();
+    casambi2mqtt::mqtt::topics::slug(&world.networks[network].def.name)
+}
+
 struct Burst {
     first_ms: f64,
     all_ms: f64,
@@ -569,11 +604,7 @@ struct Burst {
 /// with the scene's level has arrived.
 async fn burst(rig: &Rig, network: &str, units: usize, level: f64) -> anyhow::Result<Burst> {
     let expected = 0.6 * level;
-    let slug = {
-        let world = rig.sim.shared().world();
-        casambi2mqtt::mqtt::topics::slug(&world.networks[network].def.name)
-    };
-    let prefix = format!("casambi/{slug}/unit/");
+    let prefix = format!("casambi/{}/unit/", network_slug(rig, network));
     let from = rig.recorder.len();
     let t0 = rig.recorder.base.elapsed();
     rig.sim.shared().world().control_scene(network, 1, level)?;

@@ -1,0 +1,70 @@
+//! Commands: how long a command sent on MQTT takes to come back as the unit's new state.
+//!
+//! The round trip is the path a Home Assistant user waits on: the command on `…/set` (QoS 1) →
+//! broker → bridge → the service's control channel → the unit's `unitChanged` → bridge → broker →
+//! subscriber. It is also where Nagle's algorithm (`mqtt.tcp_nodelay: false`) costs: the bridge's
+//! PUBACK for the command is a packet the broker never answers, and the state written after it
+//! waits for the broker's delayed TCP acknowledgement.
+
+use crate::support::Recorder;
+use rumqttc::{AsyncClient, QoS};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// Sends `count` commands to the unit whose JSON is published on `state_topic`, `gap` apart, each
+/// to a brightness the unit does not have yet, and returns each round trip in ms: from just
+/// before the command is handed to the client to the arrival of the unit's JSON with that
+/// brightness. A command whose state has not arrived within 2 s is an error.
+pub async fn round_trips(
+    client: &AsyncClient,
+    recorder: &Recorder,
+    state_topic: &str,
+    count: usize,
+    gap: Duration,
+) -> anyhow::Result<Vec<f64>> {
+    let set_topic = format!("{state_topic}/set");
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        // 30..230 in steps of 7: consecutive commands never ask for the same level.
+        let level = 30 + (i * 7) % 200;
+        let from = recorder.len();
+        let sent = recorder.base.elapsed();
+        client
+            .publish(&set_topic, QoS::AtLeastOnce, false, format!(r#"{{"state":"ON","brightness":{level}}}"#))
+            .await?;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let arrived = loop {
+            let hit = recorder
+                .since(from)
+                .into_iter()
+                .find(|m| m.topic == state_topic && brightness(&m.payload) == Some(level as u64));
+            if let Some(m) = hit {
+                break m.at;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "command {}: no state with brightness {level} within 2 s",
+                i + 1
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        out.push(arrived.saturating_sub(sent).as_secs_f64() * 1000.0);
+        tokio::time::sleep(gap).await;
+    }
+    Ok(out)
+}
+
+/// The `brightness` of a unit JSON payload.
+fn brightness(payload: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<Value>(payload).ok()?.get("brightness")?.as_u64()
+}
+
+/// The unit JSON topic of unit `unit` of the network whose topics start with `prefix`
+/// (`casambi/<net>/unit/`), from what the subscriber has seen.
+pub fn state_topic(recorder: &Recorder, prefix: &str, unit: i64) -> Option<String> {
+    recorder.since(0).into_iter().find_map(|m| {
+        let rest = m.topic.strip_prefix(prefix)?;
+        let id = serde_json::from_slice::<Value>(&m.payload).ok()?.get("id")?.as_i64()?;
+        (!rest.contains('/') && id == unit).then_some(m.topic)
+    })
+}
