@@ -126,6 +126,9 @@ pub async fn check(args: ConfigArgs) -> ExitCode {
     };
     init_logging("warn", false);
     println!("configuration OK: {}", config.summary());
+    if let Some(warning) = config.mqtt.latency_warning() {
+        println!("warning: {warning}");
+    }
     match casambi2mqtt::check::run(&config, Duration::from_secs(60)).await {
         Ok(report) => {
             print!("{}", casambi2mqtt::check::render(&report));

@@ -70,6 +70,9 @@ pub async fn run_with(
     shutdown: CancellationToken,
 ) -> Result<(), MqttError> {
     config.validate()?;
+    if let Some(warning) = config.mqtt.latency_warning() {
+        tracing::warn!("{warning}");
+    }
     let layout = topics::Layout::new(&config.mqtt.base_topic);
     let will = Will { topic: layout.bridge_state(), payload: "offline".into() };
     let (client, events, mut task) =
