@@ -15,7 +15,7 @@ pub struct Burst {
 /// with the scene's level has arrived.
 pub async fn activate(rig: &Rig, network: &str, units: usize, level: f64) -> anyhow::Result<Burst> {
     let expected = 0.6 * level;
-    let prefix = format!("casambi/{}/unit/", network_slug(rig, network));
+    let prefix = format!("casambi/{}/unit/", network_slug(&rig.sim, network));
     let from = rig.recorder.len();
     let t0 = rig.recorder.base.elapsed();
     rig.sim.shared().world().control_scene(network, 1, level)?;

@@ -27,17 +27,17 @@ pub async fn round_trips(
     for i in 0..count {
         // 30..230 in steps of 7: consecutive commands never ask for the same level.
         let level = 30 + (i * 7) % 200;
-        let from = recorder.len();
+        let mut scanned = recorder.len();
         let sent = recorder.base.elapsed();
         client
             .publish(&set_topic, QoS::AtLeastOnce, false, format!(r#"{{"state":"ON","brightness":{level}}}"#))
             .await?;
         let deadline = Instant::now() + Duration::from_secs(2);
         let arrived = loop {
-            let hit = recorder
-                .since(from)
-                .into_iter()
-                .find(|m| m.topic == state_topic && brightness(&m.payload) == Some(level as u64));
+            // Only what arrived since the last look: each message is copied and read once.
+            let new = recorder.since(scanned);
+            scanned += new.len();
+            let hit = new.into_iter().find(|m| m.topic == state_topic && brightness(&m.payload) == Some(level as u64));
             if let Some(m) = hit {
                 break m.at;
             }

@@ -268,6 +268,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     println!("bridge up: every unit published after {:.2} s", bridge.started.elapsed().as_secs_f64());
+    // The commanded unit's topic, looked up while the subscriber holds the start-up's messages
+    // only (after the phases it holds hundreds of thousands).
+    let command_topic = if args.commands > 0 {
+        let (net, unit) = targets.first().ok_or_else(|| anyhow::anyhow!("no luminaire to command"))?;
+        let prefix = format!("casambi/{}/unit/", network_slug(&sim, net));
+        let topic = commands::state_topic(&recorder, &prefix, *unit)
+            .ok_or_else(|| anyhow::anyhow!("no unit JSON of unit {unit} under {prefix}"))?;
+        Some(topic)
+    } else {
+        None
+    };
     recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
     // The bridge's scan for stale retained topics starts 10 s after its last network loaded and
     // reads every retained message: over before the first phase, so no phase counts its CPU.
@@ -328,14 +339,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
 
     let mut round_trips = Vec::new();
-    if args.commands > 0 {
-        let (net, unit) = rig.targets.first().cloned().ok_or_else(|| anyhow::anyhow!("no luminaire to command"))?;
-        let prefix = format!("casambi/{}/unit/", network_slug(&rig, &net));
-        let topic = commands::state_topic(&rig.recorder, &prefix, unit)
-            .ok_or_else(|| anyhow::anyhow!("no unit JSON of unit {unit} under {prefix}"))?;
+    if let Some(topic) = &command_topic {
         round_trips =
-            commands::round_trips(&subscriber, &rig.recorder, &topic, args.commands, Duration::from_millis(100))
-                .await?;
+            commands::round_trips(&subscriber, &rig.recorder, topic, args.commands, Duration::from_millis(100)).await?;
         round_trips.sort_by(f64::total_cmp);
         rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
     }
@@ -591,7 +597,7 @@ async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling
 }
 
 /// The topic slug of a network of the simulated site.
-fn network_slug(rig: &Rig, network: &str) -> String {
-    let world = rig.sim.shared().world();
+fn network_slug(sim: &Simulator, network: &str) -> String {
+    let world = sim.shared().world();
     casambi2mqtt::mqtt::topics::slug(&world.networks[network].def.name)
 }
