@@ -52,8 +52,14 @@ impl Drop for Proc {
 }
 
 fn spawn(args: &[&str]) -> Proc {
-    let child =
-        Command::new(BIN).args(args).env_remove("RUST_LOG").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    spawn_env(args, &[])
+}
+
+/// [`spawn`] with environment variables set for the child.
+fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
+    let mut command = Command::new(BIN);
+    command.args(args).env_remove("RUST_LOG").envs(env.iter().copied());
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
     Proc(Some(child.unwrap()))
 }
 
@@ -143,8 +149,26 @@ async fn check_lists_networks_units_and_entities_without_publishing() {
     assert!(text.contains("light (color_temp)"), "{text}");
     assert!(text.contains("binary_sensor (occupancy)"), "{text}");
     assert!(text.contains("scene   1 Evening"), "{text}");
+    assert!(!text.contains("warning:"), "the default settings draw no warning: {text}");
     let r = common::retained(broker.port()).await;
     assert!(r.is_empty(), "check publishes nothing: {r:?}");
+}
+
+/// Nagle's algorithm with changes at QoS 0 is valid but delays every change: `check` says so,
+/// naming both keys, and still succeeds.
+#[tokio::test(flavor = "multi_thread")]
+async fn check_warns_when_nagle_meets_qos_0() {
+    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let broker = Mosquitto::start();
+    let config = write_config(&sim, &broker.url(), "demo");
+    let env = [("CASAMBI2MQTT_MQTT__TCP_NODELAY", "false"), ("CASAMBI2MQTT_MQTT__QOS", "0")];
+    let child = spawn_env(&["check", "-c", config.path().to_str().unwrap()], &env).take();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let warning = text.lines().find(|l| l.starts_with("warning: ")).unwrap_or_default();
+    assert!(warning.contains("mqtt.tcp_nodelay is false with mqtt.qos 0"), "{text}");
+    assert!(text.contains("network Home"), "the check still runs: {text}");
 }
 
 /// Retained topics of a 3.1.1 broker, read with mosquitto_sub (the embedded broker speaks 3.1.1).
