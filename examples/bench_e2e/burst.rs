@@ -1,7 +1,8 @@
 //! The burst: one scene activation changing every unit of a network at once, timed until the
 //! last unit's new JSON has arrived.
 
-use super::{Rig, dimmer, is_unit_json, network_slug};
+use super::phase::{dimmer, is_unit_json};
+use super::{Rig, network_slug};
 use std::time::{Duration, Instant};
 
 pub struct Burst {

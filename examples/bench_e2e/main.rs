@@ -20,7 +20,9 @@
 //! - In the same run: mosquitto's own ceiling (a plain rumqttc publisher → the subscriber, QoS 1,
 //!   retained, at the size of the bridge's unit JSON) and mosquitto's CPU per message; a burst:
 //!   one scene activation changing 250 units of a network at once; and commands sent on MQTT,
-//!   timed until the unit's new state is back ([`commands`]).
+//!   timed until the unit's new state is back ([`commands`]), during every phase (under the
+//!   stream of events) and once more on a quiet bridge. The commanded luminaire is not driven by
+//!   the phases.
 //!
 //! Results and how to read them: BENCHMARKS.md.
 
@@ -29,15 +31,16 @@ mod support;
 
 mod burst;
 mod commands;
+mod phase;
 
 use casambi2mqtt::sim::site::{Group, Scene, SceneUnit, Site};
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use clap::Parser;
-use serde_json::{Value, json};
+use phase::{Pacing, PhaseResult, is_unit_json};
+use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use support::{BridgeProcess, Broker, Received, Recorder, cpu_time, fmt_spread, quantile};
+use support::{BridgeProcess, Broker, Recorder, cpu_time, fmt_spread, quantile};
 
 #[derive(Debug, Parser)]
 #[command(about = "End-to-end benchmark of casambi2mqtt (see BENCHMARKS.md)")]
@@ -59,7 +62,8 @@ struct Args {
     #[arg(long, default_value_t = 30)]
     bursts: usize,
     /// Commands sent on MQTT (QoS 1, 100 ms apart) to one luminaire, each timed until the
-    /// unit's new state is back on MQTT (0 = none).
+    /// unit's new state is back on MQTT: this many during every phase and as many again on a
+    /// quiet bridge after the phases (0 = none).
     #[arg(long, default_value_t = 20)]
     commands: usize,
     /// Messages of the broker-ceiling measurement per run (0 = none).
@@ -78,55 +82,6 @@ struct Args {
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
-}
-
-/// How the injector waits for a change's due time (`--pacing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Pacing {
-    /// Sleep until the due time.
-    Sleep,
-    /// Sleep until 2 ms before, then yield in a loop.
-    Spin,
-}
-
-/// Waits until `due`.
-fn wait_until(due: Instant, pacing: Pacing) {
-    loop {
-        let now = Instant::now();
-        if now >= due {
-            return;
-        }
-        let left = due - now;
-        match pacing {
-            Pacing::Sleep => std::thread::sleep(left),
-            Pacing::Spin if left > Duration::from_millis(2) => std::thread::sleep(left - Duration::from_millis(1)),
-            Pacing::Spin => std::thread::yield_now(),
-        }
-    }
-}
-
-/// Dimmer values carry the change's sequence number: 0.1 + seq × 1e-7 (distinct, in (0, 1)).
-fn encode(seq: u64) -> f64 {
-    0.1 + seq as f64 * 1e-7
-}
-
-fn decode(value: f64) -> u64 {
-    ((value - 0.1) * 1e7).round().max(0.0) as u64
-}
-
-/// The Dimmer value of a unit JSON payload.
-fn dimmer(payload: &[u8]) -> Option<f64> {
-    let v: Value = serde_json::from_slice(payload).ok()?;
-    v.get("controls")?.as_array()?.iter().find(|c| c["type"] == "Dimmer")?.get("value")?.as_f64()
-}
-
-/// `casambi/<net>/unit/<unit>`: a unit JSON topic.
-fn is_unit_json(topic: &str) -> bool {
-    let mut parts = topic.split('/');
-    matches!(
-        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
-        (Some("casambi"), Some(_), Some("unit"), Some(_), None)
-    )
 }
 
 fn main() -> anyhow::Result<()> {
@@ -172,52 +127,18 @@ fn site(size: &str) -> anyhow::Result<Site> {
     Ok(site)
 }
 
-/// One measured phase at a fixed rate.
-struct PhaseResult {
-    rate: f64,
-    injected: usize,
-    achieved_rate: f64,
-    received: usize,
-    lost: usize,
-    duplicates: usize,
-    p50_ms: f64,
-    p99_ms: f64,
-    max_ms: f64,
-    bridge_cpu: Duration,
-    broker_cpu: Duration,
-    /// This process's CPU: the simulator, the injector and the subscriber, all of which share the
-    /// machine's cores with the bridge and the broker.
-    harness_cpu: Duration,
-    messages: usize,
-    unit_json_bytes: f64,
-    load: f64,
-    /// CPU time stolen by the hypervisor during the phase, % of the machine's CPU time.
-    steal: f64,
-}
-
-impl PhaseResult {
-    fn bridge_s_per_100k(&self) -> f64 {
-        self.bridge_cpu.as_secs_f64() / self.injected as f64 * 100_000.0
-    }
-    fn bridge_us_per_event(&self) -> f64 {
-        self.bridge_cpu.as_secs_f64() * 1e6 / self.injected as f64
-    }
-    fn broker_us_per_message(&self) -> f64 {
-        self.broker_cpu.as_secs_f64() * 1e6 / self.messages as f64
-    }
-    fn harness_us_per_event(&self) -> f64 {
-        self.harness_cpu.as_secs_f64() * 1e6 / self.injected as f64
-    }
-}
-
 struct Rig {
     sim: Simulator,
     broker: Broker,
     bridge: BridgeProcess,
     recorder: Arc<Recorder>,
-    /// `Dimmer + CCT` luminaires: (network id, unit id).
+    /// `Dimmer + CCT` luminaires the phases drive: (network id, unit id).
     targets: Vec<(String, i64)>,
-    next_seq: u64,
+    /// The sequence number of the next injected change.
+    next_seq: Cell<u64>,
+    /// The unit JSON topic of the luminaire the commands go to (`--commands`), which the phases
+    /// do not drive.
+    command_topic: Option<String>,
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -269,11 +190,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("bridge up: every unit published after {:.2} s", bridge.started.elapsed().as_secs_f64());
     // The commanded unit's topic, looked up while the subscriber holds the start-up's messages
-    // only (after the phases it holds hundreds of thousands).
+    // only (after the phases it holds hundreds of thousands). The phases do not drive that unit,
+    // so its state changes only by command.
+    let mut targets = targets;
     let command_topic = if args.commands > 0 {
-        let (net, unit) = targets.first().ok_or_else(|| anyhow::anyhow!("no luminaire to command"))?;
-        let prefix = format!("casambi/{}/unit/", network_slug(&sim, net));
-        let topic = commands::state_topic(&recorder, &prefix, *unit)
+        anyhow::ensure!(targets.len() > 1, "no luminaire to command besides the driven ones");
+        let (net, unit) = targets.remove(0);
+        let prefix = format!("casambi/{}/unit/", network_slug(&sim, &net));
+        let topic = commands::state_topic(&recorder, &prefix, unit)
             .ok_or_else(|| anyhow::anyhow!("no unit JSON of unit {unit} under {prefix}"))?;
         Some(topic)
     } else {
@@ -284,12 +208,24 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // reads every retained message: over before the first phase, so no phase counts its CPU.
     tokio::time::sleep(Duration::from_secs(12)).await;
 
-    let mut rig = Rig { sim, broker, bridge, recorder, targets, next_seq: 1 };
+    let rig = Rig { sim, broker, bridge, recorder, targets, next_seq: Cell::new(1), command_topic };
     let mut results: Vec<Vec<PhaseResult>> = Vec::new();
+    // Per rate: the commands sent while the phases ran (a command's round trip under a stream of
+    // events; the phases' accounting skips the commanded unit).
+    let mut loaded_trips: Vec<commands::RoundTrips> = Vec::new();
+    let gap = Duration::from_millis(100);
     for &rate in &args.rate {
         let mut runs = Vec::new();
+        let mut trips = commands::RoundTrips::default();
         for run in 0..args.runs {
-            let r = phase(&mut rig, rate, args.seconds, args.pacing).await?;
+            let under_load = async {
+                match &rig.command_topic {
+                    Some(topic) => commands::round_trips(&subscriber, &rig.recorder, topic, args.commands, gap).await,
+                    None => Ok(commands::RoundTrips::default()),
+                }
+            };
+            let (r, t) = tokio::join!(phase::phase(&rig, rate, args.seconds, args.pacing), under_load);
+            let (r, t) = (r?, t?);
             println!(
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
@@ -312,10 +248,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.load,
                 r.steal
             );
+            if rig.command_topic.is_some() {
+                println!("  commands during the run: round trip {}", t.summary());
+            }
+            trips.extend(t);
             runs.push(r);
             rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
         }
         results.push(runs);
+        loaded_trips.push(trips);
     }
 
     let size = results.iter().flatten().map(|r| r.unit_json_bytes).find(|b| b.is_finite()).unwrap_or(450.0) as usize;
@@ -338,11 +279,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
 
-    let mut round_trips = Vec::new();
-    if let Some(topic) = &command_topic {
-        round_trips =
-            commands::round_trips(&subscriber, &rig.recorder, topic, args.commands, Duration::from_millis(100)).await?;
-        round_trips.sort_by(f64::total_cmp);
+    let mut quiet_trips = None;
+    if let Some(topic) = &rig.command_topic {
+        let trips = commands::round_trips(&subscriber, &rig.recorder, topic, args.commands, gap).await?;
+        anyhow::ensure!(trips.missed.is_empty(), "commands {:?}: no state within 2 s on a quiet bridge", trips.missed);
+        quiet_trips = Some(trips);
         rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
     }
 
@@ -357,7 +298,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     println!();
     println!("## Summary (min / median / max over {} runs)", args.runs);
-    for runs in &results {
+    for (runs, trips) in results.iter().zip(&loaded_trips) {
         let f = |g: fn(&PhaseResult) -> f64| runs.iter().map(g).collect::<Vec<_>>();
         println!("rate {:.0}/s:", runs[0].rate);
         println!("  achieved rate/s       {}", fmt_spread(&f(|r| r.achieved_rate), 0));
@@ -376,6 +317,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             "  ratio broker µs/msg ÷ bridge µs/event {}",
             fmt_spread(&f(|r| r.broker_us_per_message() / r.bridge_us_per_event()), 2)
         );
+        if rig.command_topic.is_some() {
+            println!("  commands, round trip  {} over the {} runs", trips.summary(), runs.len());
+        }
     }
     if !ceilings.is_empty() {
         println!("broker ceiling ({size} B, QoS 1, retained, one publisher → one subscriber):");
@@ -393,13 +337,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
             fmt_spread(&ceilings.iter().map(|c| c.harness_us_per_message).collect::<Vec<_>>(), 1)
         );
     }
-    if let Some(max) = round_trips.last() {
+    if let Some(trips) = &quiet_trips {
         println!(
-            "commands: {} sent on MQTT, round trip to the unit's new state ms p50 {:.1} p99 {:.1} max {:.1}",
-            round_trips.len(),
-            quantile(&round_trips, 0.5),
-            quantile(&round_trips, 0.99),
-            max
+            "commands on a quiet bridge: {} sent on MQTT, round trip to the unit's new state {}",
+            args.commands,
+            trips.summary()
         );
     }
     if !bursts.is_empty() {
@@ -422,104 +364,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
     drop(broker);
     sim.stop().await;
     Ok(())
-}
-
-/// One phase: `rate` changes per second for `seconds`, then up to 10 s for the last ones to
-/// arrive.
-async fn phase(rig: &mut Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow::Result<PhaseResult> {
-    let total = (rate * seconds).round() as usize;
-    let seq0 = rig.next_seq;
-    rig.next_seq += total as u64;
-    let injected_at: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
-    let load = support::load1();
-    let steal0 = support::steal_ticks();
-    let from = rig.recorder.len();
-    let (bridge0, broker0) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
-    let harness0 = cpu_time(std::process::id());
-
-    let shared = rig.sim.shared().clone();
-    let targets = rig.targets.clone();
-    let base = rig.recorder.base;
-    let times = injected_at.clone();
-    let mut injector = Some(tokio::task::spawn_blocking(move || {
-        let start = Instant::now() + Duration::from_millis(20);
-        for (i, slot) in times.iter().enumerate() {
-            wait_until(start + Duration::from_secs_f64(i as f64 / rate), pacing);
-            let (net, unit) = &targets[i % targets.len()];
-            let value = encode(seq0 + i as u64);
-            slot.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            let _ = shared.world().set_unit_state(net, *unit, None, None, &[json!({"type": "Dimmer", "value": value})]);
-        }
-        (start, Instant::now())
-    }));
-
-    // Collect arrivals while the changes go in (a few hundred messages a pass: the subscriber,
-    // which timestamps them, shares this thread), until every change is in or 10 s after the last
-    // injection.
-    let mut arrived: Vec<Option<Duration>> = vec![None; total];
-    let (mut received, mut duplicates, mut scanned, mut messages) = (0usize, 0usize, from, 0usize);
-    let (mut json_bytes, mut json_count) = (0usize, 0usize);
-    let mut injected: Option<(Instant, Instant)> = None;
-    let (start, end) = loop {
-        if let Some(done) = injector.take_if(|h| h.is_finished()) {
-            injected = Some(done.await?);
-        }
-        let new: Vec<Received> = rig.recorder.since(scanned);
-        scanned += new.len();
-        for m in new {
-            messages += 1;
-            if !is_unit_json(&m.topic) {
-                continue;
-            }
-            json_bytes += m.payload.len();
-            json_count += 1;
-            let Some(seq) = dimmer(&m.payload).map(decode) else { continue };
-            let Some(i) = seq.checked_sub(seq0).map(|i| i as usize).filter(|i| *i < total) else { continue };
-            match arrived[i] {
-                None => {
-                    arrived[i] = Some(m.at);
-                    received += 1;
-                }
-                Some(_) => duplicates += 1,
-            }
-        }
-        if let Some(times @ (_, end)) = injected
-            && (received == total || Instant::now() > end + Duration::from_secs(10))
-        {
-            break times;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
-    let harness1 = cpu_time(std::process::id());
-    let steal = support::steal_percent(steal0, support::steal_ticks());
-    let mut latencies: Vec<f64> = arrived
-        .iter()
-        .zip(injected_at.iter())
-        .filter_map(|(a, t)| {
-            let sent = Duration::from_nanos(t.load(Ordering::Relaxed));
-            a.map(|a| a.saturating_sub(sent).as_secs_f64() * 1000.0)
-        })
-        .collect();
-    latencies.sort_by(f64::total_cmp);
-    Ok(PhaseResult {
-        rate,
-        injected: total,
-        achieved_rate: total as f64 / (end - start).as_secs_f64(),
-        received,
-        lost: total - received,
-        duplicates,
-        p50_ms: quantile(&latencies, 0.5),
-        p99_ms: quantile(&latencies, 0.99),
-        max_ms: latencies.last().copied().unwrap_or(f64::NAN),
-        bridge_cpu: bridge1.saturating_sub(bridge0),
-        broker_cpu: broker1.saturating_sub(broker0),
-        harness_cpu: harness1.saturating_sub(harness0),
-        messages,
-        unit_json_bytes: if json_count > 0 { json_bytes as f64 / json_count as f64 } else { f64::NAN },
-        load,
-        steal,
-    })
 }
 
 struct Ceiling {

@@ -1,0 +1,195 @@
+//! One measured phase: changes injected at a fixed rate into the simulator's world, each matched
+//! to the unit JSON it causes on MQTT, with the CPU each process took meanwhile.
+
+use super::Rig;
+use super::support::{self, Received, cpu_time, quantile};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How the injector waits for a change's due time (`--pacing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Pacing {
+    /// Sleep until the due time.
+    Sleep,
+    /// Sleep until 2 ms before, then yield in a loop.
+    Spin,
+}
+
+/// Waits until `due`.
+fn wait_until(due: Instant, pacing: Pacing) {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return;
+        }
+        let left = due - now;
+        match pacing {
+            Pacing::Sleep => std::thread::sleep(left),
+            Pacing::Spin if left > Duration::from_millis(2) => std::thread::sleep(left - Duration::from_millis(1)),
+            Pacing::Spin => std::thread::yield_now(),
+        }
+    }
+}
+
+/// Dimmer values carry the change's sequence number: 0.1 + seq × 1e-7 (distinct, in (0, 1)).
+fn encode(seq: u64) -> f64 {
+    0.1 + seq as f64 * 1e-7
+}
+
+fn decode(value: f64) -> u64 {
+    ((value - 0.1) * 1e7).round().max(0.0) as u64
+}
+
+/// The Dimmer value of a unit JSON payload.
+pub fn dimmer(payload: &[u8]) -> Option<f64> {
+    let v: Value = serde_json::from_slice(payload).ok()?;
+    v.get("controls")?.as_array()?.iter().find(|c| c["type"] == "Dimmer")?.get("value")?.as_f64()
+}
+
+/// `casambi/<net>/unit/<unit>`: a unit JSON topic.
+pub fn is_unit_json(topic: &str) -> bool {
+    let mut parts = topic.split('/');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some("casambi"), Some(_), Some("unit"), Some(_), None)
+    )
+}
+
+/// One measured phase at a fixed rate.
+pub struct PhaseResult {
+    pub rate: f64,
+    pub injected: usize,
+    pub achieved_rate: f64,
+    pub received: usize,
+    pub lost: usize,
+    pub duplicates: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub bridge_cpu: Duration,
+    pub broker_cpu: Duration,
+    /// This process's CPU: the simulator, the injector and the subscriber, all of which share the
+    /// machine's cores with the bridge and the broker.
+    pub harness_cpu: Duration,
+    pub messages: usize,
+    pub unit_json_bytes: f64,
+    pub load: f64,
+    /// CPU time stolen by the hypervisor during the phase, % of the machine's CPU time.
+    pub steal: f64,
+}
+
+impl PhaseResult {
+    pub fn bridge_s_per_100k(&self) -> f64 {
+        self.bridge_cpu.as_secs_f64() / self.injected as f64 * 100_000.0
+    }
+    pub fn bridge_us_per_event(&self) -> f64 {
+        self.bridge_cpu.as_secs_f64() * 1e6 / self.injected as f64
+    }
+    pub fn broker_us_per_message(&self) -> f64 {
+        self.broker_cpu.as_secs_f64() * 1e6 / self.messages as f64
+    }
+    pub fn harness_us_per_event(&self) -> f64 {
+        self.harness_cpu.as_secs_f64() * 1e6 / self.injected as f64
+    }
+}
+
+/// One phase: `rate` changes per second for `seconds`, then up to 10 s for the last ones to
+/// arrive.
+pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow::Result<PhaseResult> {
+    let total = (rate * seconds).round() as usize;
+    let seq0 = rig.next_seq.get();
+    rig.next_seq.set(seq0 + total as u64);
+    let injected_at: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
+    let load = support::load1();
+    let steal0 = support::steal_ticks();
+    let from = rig.recorder.len();
+    let (bridge0, broker0) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let harness0 = cpu_time(std::process::id());
+
+    let shared = rig.sim.shared().clone();
+    let targets = rig.targets.clone();
+    let base = rig.recorder.base;
+    let times = injected_at.clone();
+    let mut injector = Some(tokio::task::spawn_blocking(move || {
+        let start = Instant::now() + Duration::from_millis(20);
+        for (i, slot) in times.iter().enumerate() {
+            wait_until(start + Duration::from_secs_f64(i as f64 / rate), pacing);
+            let (net, unit) = &targets[i % targets.len()];
+            let value = encode(seq0 + i as u64);
+            slot.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let _ = shared.world().set_unit_state(net, *unit, None, None, &[json!({"type": "Dimmer", "value": value})]);
+        }
+        (start, Instant::now())
+    }));
+
+    // Collect arrivals while the changes go in (a few hundred messages a pass: the subscriber,
+    // which timestamps them, shares this thread), until every change is in or 10 s after the last
+    // injection.
+    let mut arrived: Vec<Option<Duration>> = vec![None; total];
+    let (mut received, mut duplicates, mut scanned, mut messages) = (0usize, 0usize, from, 0usize);
+    let (mut json_bytes, mut json_count) = (0usize, 0usize);
+    let mut injected: Option<(Instant, Instant)> = None;
+    let (start, end) = loop {
+        if let Some(done) = injector.take_if(|h| h.is_finished()) {
+            injected = Some(done.await?);
+        }
+        let new: Vec<Received> = rig.recorder.since(scanned);
+        scanned += new.len();
+        for m in new {
+            messages += 1;
+            // The commanded unit is not driven; its JSON must not be read as a driven change.
+            if !is_unit_json(&m.topic) || rig.command_topic.as_deref() == Some(m.topic.as_str()) {
+                continue;
+            }
+            json_bytes += m.payload.len();
+            json_count += 1;
+            let Some(seq) = dimmer(&m.payload).map(decode) else { continue };
+            let Some(i) = seq.checked_sub(seq0).map(|i| i as usize).filter(|i| *i < total) else { continue };
+            match arrived[i] {
+                None => {
+                    arrived[i] = Some(m.at);
+                    received += 1;
+                }
+                Some(_) => duplicates += 1,
+            }
+        }
+        if let Some(times @ (_, end)) = injected
+            && (received == total || Instant::now() > end + Duration::from_secs(10))
+        {
+            break times;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let harness1 = cpu_time(std::process::id());
+    let steal = support::steal_percent(steal0, support::steal_ticks());
+    let mut latencies: Vec<f64> = arrived
+        .iter()
+        .zip(injected_at.iter())
+        .filter_map(|(a, t)| {
+            let sent = Duration::from_nanos(t.load(Ordering::Relaxed));
+            a.map(|a| a.saturating_sub(sent).as_secs_f64() * 1000.0)
+        })
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    Ok(PhaseResult {
+        rate,
+        injected: total,
+        achieved_rate: total as f64 / (end - start).as_secs_f64(),
+        received,
+        lost: total - received,
+        duplicates,
+        p50_ms: quantile(&latencies, 0.5),
+        p99_ms: quantile(&latencies, 0.99),
+        max_ms: latencies.last().copied().unwrap_or(f64::NAN),
+        bridge_cpu: bridge1.saturating_sub(bridge0),
+        broker_cpu: broker1.saturating_sub(broker0),
+        harness_cpu: harness1.saturating_sub(harness0),
+        messages,
+        unit_json_bytes: if json_count > 0 { json_bytes as f64 / json_count as f64 } else { f64::NAN },
+        load,
+        steal,
+    })
+}
