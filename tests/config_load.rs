@@ -49,7 +49,8 @@ fn assert_defaults(c: &Config) {
     assert_eq!(c.mqtt.protocol, Protocol::V5);
     assert_eq!(c.mqtt.max_inflight, None);
     assert_eq!(c.mqtt.inflight(), 1024, "snapshots at QoS 0: a window for changes");
-    assert!(c.mqtt.tcp_nodelay, "every packet leaves at once unless Nagle's algorithm is asked for");
+    assert_eq!(c.mqtt.tcp_nodelay, None);
+    assert!(!c.mqtt.nodelay(), "changes at QoS 1: Nagle's algorithm gathers the packets");
     assert!(c.homeassistant.enabled);
     assert_eq!(c.homeassistant.discovery_prefix, "homeassistant");
     assert_eq!(c.homeassistant.status_topic, "homeassistant/status");
@@ -144,7 +145,8 @@ fn env_overrides_win_over_keys_present_in_the_file() {
     assert_eq!(c.mqtt.qos, 0);
     assert_eq!(c.mqtt.max_inflight, Some(65535));
     assert_eq!(c.mqtt.inflight(), 65535);
-    assert!(!c.mqtt.tcp_nodelay);
+    assert_eq!(c.mqtt.tcp_nodelay, Some(false), "set, it holds even at QoS 0");
+    assert!(!c.mqtt.nodelay());
     assert!(c.homeassistant.enabled);
     assert_eq!(c.cloud.api_key.expose(), "env-key");
     assert_eq!(c.networks[1].email, "env@example.com");

@@ -160,6 +160,12 @@ async fn a_retained_command_is_ignored_and_cleared_while_live_ones_pass() {
     let b = tokio::time::timeout(Duration::from_secs(5), rig.bridge.commands.recv()).await.unwrap().unwrap();
     assert_eq!(b.message.topic, "casambi/home/set");
     assert_eq!(b.target, casambi2mqtt::commands::Target::Network);
+    // The commands above went out at QoS 1 and came in at QoS 0: the bridge subscribes at 0
+    // (clean sessions keep nothing a higher QoS would protect, and each delivery would cost an
+    // acknowledgement), whatever `mqtt.qos` is (1 here).
+    for filter in ["casambi/+/set", "casambi/+/unit/+/set", "homeassistant/status"] {
+        assert_eq!(rig.broker.subscription_qos(filter), vec![0], "{filter}: {}", rig.broker.log());
+    }
     rig.bridge.stop().await;
 }
 

@@ -213,9 +213,8 @@ fn trusted_pem(ca_file: Option<&Path>) -> Result<Vec<u8>, ClientError> {
     Ok(pem)
 }
 
-/// Socket options: `TCP_NODELAY` unless `mqtt.tcp_nodelay` is false (see
-/// [`MqttSettings::tcp_nodelay`]: Nagle's algorithm saves CPU under streams of changes and costs a
-/// command's state ~40 ms).
+/// Socket options: `TCP_NODELAY` as [`MqttSettings::nodelay`] says (off at QoS 1 and 2, where
+/// Nagle's algorithm gathers the packets rumqttc writes one by one; on at QoS 0).
 fn network_options(nodelay: bool) -> rumqttc::NetworkOptions {
     let mut n = rumqttc::NetworkOptions::new();
     n.set_tcp_nodelay(nodelay);
@@ -364,7 +363,7 @@ impl Client {
                     o.set_last_will(rumqttc::LastWill::new(w.topic, w.payload, qos3(qos), true));
                 }
                 let (client, mut eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
-                eventloop.set_network_options(network_options(settings.tcp_nodelay));
+                eventloop.set_network_options(network_options(settings.nodelay()));
                 let task = tokio::spawn(poll_v3(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
                 Ok((Client { inner: Inner::V3(client), qos, _guard: guard }, rx, task))
@@ -390,7 +389,7 @@ impl Client {
                         None,
                     ));
                 }
-                o.set_network_options(network_options(settings.tcp_nodelay));
+                o.set_network_options(network_options(settings.nodelay()));
                 let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, REQUEST_CAPACITY);
                 let task = tokio::spawn(poll_v5(eventloop, tx));
                 let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
@@ -435,24 +434,29 @@ impl Client {
 
     /// Subscribes to `filters` at the configured QoS.
     pub async fn subscribe(&self, filters: &[String]) -> Result<(), ClientError> {
-        self.subscribe_with(filters, false).await
+        self.subscribe_with(filters, self.qos, false).await
     }
 
-    /// Subscribes to `filters`; with `retain_as_published` (MQTT 5 only) the broker keeps the
-    /// retain flag of messages published while subscribed, so a live retained command can be
-    /// told from a plain one. MQTT 3.1.1 clears the flag on live messages whatever is asked.
-    pub async fn subscribe_with(&self, filters: &[String], retain_as_published: bool) -> Result<(), ClientError> {
+    /// Subscribes to `filters` at QoS `qos`; with `retain_as_published` (MQTT 5 only) the broker
+    /// keeps the retain flag of messages published while subscribed, so a live retained command
+    /// can be told from a plain one. MQTT 3.1.1 clears the flag on live messages whatever is asked.
+    pub async fn subscribe_with(
+        &self,
+        filters: &[String],
+        qos: u8,
+        retain_as_published: bool,
+    ) -> Result<(), ClientError> {
         if filters.is_empty() {
             return Ok(());
         }
         let r = match &self.inner {
             Inner::V3(c) => c
-                .subscribe_many(filters.iter().map(|f| rumqttc::SubscribeFilter::new(f.clone(), qos3(self.qos))))
+                .subscribe_many(filters.iter().map(|f| rumqttc::SubscribeFilter::new(f.clone(), qos3(qos))))
                 .await
                 .is_ok(),
             Inner::V5(c) => c
                 .subscribe_many(filters.iter().map(|f| {
-                    let mut filter = rumqttc::v5::mqttbytes::v5::Filter::new(f.clone(), qos5(self.qos));
+                    let mut filter = rumqttc::v5::mqttbytes::v5::Filter::new(f.clone(), qos5(qos));
                     filter.preserve_retain = retain_as_published;
                     filter
                 }))

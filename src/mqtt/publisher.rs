@@ -215,13 +215,21 @@ impl Publisher {
     async fn on_connected(&mut self) {
         tracing::info!(url = %super::client::redact_url(&self.config.mqtt.url), "connected to the MQTT broker");
         self.connected = true;
-        // Commands keep their retain flag (MQTT 5), so one published retained is ignored at once,
-        // not only when it is replayed on the next connection.
-        if self.client.subscribe_with(&self.renderer.layout.command_filters(), true).await.is_err() {
+        // The bridge's subscriptions are QoS 0 whatever `mqtt.qos` says. Its sessions are clean,
+        // so a higher QoS would keep nothing across a reconnection, and every delivery would
+        // cost an acknowledgement: a packet the broker never answers, behind which Nagle's
+        // algorithm (on at QoS 1, `MqttSettings::nodelay`) held the command's new state ~40 ms
+        // (BENCHMARKS.md, "Nagle's algorithm"). Commands keep their retain flag (MQTT 5), so one published retained is
+        // ignored at once, not only when it is replayed on the next connection.
+        if self.client.subscribe_with(&self.renderer.layout.command_filters(), 0, true).await.is_err() {
             tracing::warn!("could not subscribe to the command topics");
         }
         if self.config.homeassistant.enabled
-            && self.client.subscribe(std::slice::from_ref(&self.config.homeassistant.status_topic)).await.is_err()
+            && self
+                .client
+                .subscribe_with(std::slice::from_ref(&self.config.homeassistant.status_topic), 0, false)
+                .await
+                .is_err()
         {
             tracing::warn!("could not subscribe to the Home Assistant status topic");
         }

@@ -76,28 +76,37 @@ pub struct MqttSettings {
     /// it). Each slot costs ~216 bytes up front; a larger window helps only a broker with a long
     /// round trip. Unset: [`MqttSettings::inflight`] picks one from `snapshot_qos`.
     pub max_inflight: Option<u16>,
-    /// Whether every packet leaves at once (`TCP_NODELAY`, the default) or the kernel may gather
-    /// the small packets written while an earlier one is unacknowledged (`false`: Nagle's
-    /// algorithm).
-    ///
-    /// rumqttc writes each packet with a system call of its own; with Nagle's algorithm they no
-    /// longer make a TCP segment each. Under a stream of changes at QoS 1 that takes 17 % off the
-    /// bridge's CPU at 5,000 events/s and lets it keep up at 18,000/s on the benchmark's machine
-    /// (BENCHMARKS.md, "End to end → Nagle's algorithm"), because the broker's PUBACK brings the
-    /// TCP acknowledgement back at once. But a packet written after one the broker does not
-    /// answer (the PUBACK for a command, any QoS 0 publication) waits for the broker's delayed
-    /// acknowledgement, ~40 ms on Linux: a command's new state then reaches MQTT 40 ms later. So
-    /// it is an opt-in for sites whose event rate, not their commands, is what matters.
-    pub tcp_nodelay: bool,
+    /// Whether every packet leaves at once (`TCP_NODELAY`) or the kernel may gather the small
+    /// packets written while an earlier one is unacknowledged (`false`: Nagle's algorithm).
+    /// Unset: [`MqttSettings::nodelay`] picks one from `qos`.
+    pub tcp_nodelay: Option<bool>,
 }
 
 impl MqttSettings {
+    /// The connections' `TCP_NODELAY`: `tcp_nodelay` if set, else on only when changes go out at
+    /// QoS 0.
+    ///
+    /// rumqttc writes each packet with a system call of its own; with Nagle's algorithm they no
+    /// longer make a TCP segment each. That holds a packet only while an earlier one is
+    /// unacknowledged, and at QoS 1 or 2 the broker answers every publication at once
+    /// (PUBACK/PUBREC), its answer carrying the TCP acknowledgement back: under a stream of
+    /// changes the bridge then takes ~20 % less CPU at 5,000 events/s and keeps up at 18,000/s on
+    /// the benchmark's machine, with the same latency (BENCHMARKS.md, "End to end → Nagle's
+    /// algorithm"). A packet the broker does not answer makes the next one wait for its delayed
+    /// acknowledgement (~40 ms on Linux): at QoS 0 every change is such a packet, so QoS 0 sends
+    /// every packet at once; and the bridge subscribes at QoS 0, so that it never writes an
+    /// acknowledgement of a command for its new state to wait behind.
+    pub fn nodelay(&self) -> bool {
+        self.tcp_nodelay.unwrap_or(self.qos == 0)
+    }
+
     /// A warning for a combination that works but costs every change latency: Nagle's algorithm
     /// (`tcp_nodelay: false`) with changes at QoS 0, where nothing answers a publication and each
     /// one written while another is unacknowledged waits for the broker's delayed
     /// acknowledgement (median latency 9.5 ms instead of 1 ms at 5,000 events/s, BENCHMARKS.md).
+    /// Unset, `tcp_nodelay` never makes this combination.
     pub fn latency_warning(&self) -> Option<&'static str> {
-        (!self.tcp_nodelay && self.qos == 0).then_some(
+        (!self.nodelay() && self.qos == 0).then_some(
             "mqtt.tcp_nodelay is false with mqtt.qos 0: nothing answers a QoS 0 publication, so changes \
              can wait ~40 ms for the broker's delayed acknowledgement; set mqtt.tcp_nodelay: true or mqtt.qos: 1",
         )
@@ -128,7 +137,7 @@ impl Default for MqttSettings {
             snapshot_qos: 0,
             protocol: Protocol::V5,
             max_inflight: None,
-            tcp_nodelay: true,
+            tcp_nodelay: None,
         }
     }
 }
@@ -311,21 +320,33 @@ mod tests {
     }
 
     #[test]
-    fn every_packet_leaves_at_once_unless_nagle_is_asked_for() {
-        assert!(MqttSettings::default().tcp_nodelay, "a command's state must not wait for a delayed ACK");
+    fn nagle_is_on_only_when_changes_are_acknowledged_unless_set() {
+        let mut m = MqttSettings::default();
+        assert_eq!((m.qos, m.tcp_nodelay), (1, None));
+        assert!(!m.nodelay(), "QoS 1: the broker's PUBACK carries the TCP acknowledgement back");
+        m.qos = 2;
+        assert!(!m.nodelay());
+        m.qos = 0;
+        assert!(m.nodelay(), "QoS 0: nothing answers a publication, so nothing may wait");
+        m.tcp_nodelay = Some(false);
+        assert!(!m.nodelay(), "set, it is obeyed");
+        (m.qos, m.tcp_nodelay) = (1, Some(true));
+        assert!(m.nodelay());
         let parsed: MqttSettings = serde_yaml::from_str("tcp_nodelay: false\n").unwrap();
-        assert!(!parsed.tcp_nodelay);
+        assert_eq!(parsed.tcp_nodelay, Some(false));
         assert_eq!(parsed.qos, 1, "the other keys keep their defaults");
     }
 
     #[test]
     fn nagle_at_qos_0_is_warned_about_and_nothing_else_is() {
         let mut m = MqttSettings::default();
-        for (nodelay, qos) in [(true, 0), (true, 1), (false, 1), (false, 2)] {
+        let quiet =
+            [(None, 0), (None, 1), (None, 2), (Some(true), 0), (Some(true), 1), (Some(false), 1), (Some(false), 2)];
+        for (nodelay, qos) in quiet {
             (m.tcp_nodelay, m.qos) = (nodelay, qos);
-            assert_eq!(m.latency_warning(), None, "tcp_nodelay {nodelay}, qos {qos}");
+            assert_eq!(m.latency_warning(), None, "tcp_nodelay {nodelay:?}, qos {qos}");
         }
-        (m.tcp_nodelay, m.qos) = (false, 0);
+        (m.tcp_nodelay, m.qos) = (Some(false), 0);
         let warning = m.latency_warning().unwrap_or_default();
         assert!(warning.contains("mqtt.tcp_nodelay") && warning.contains("mqtt.qos"), "{warning}");
     }

@@ -132,7 +132,12 @@ impl Mosquitto {
 
     /// The configuration file's text.
     fn conf(&self) -> String {
+        // The default log types plus `subscribe`: a line `<client id> <QoS> <filter>` per
+        // subscription, for tests that check what the bridge asked for.
         let mut conf = String::from("persistence false\nmax_queued_messages 0\n");
+        for kind in ["error", "warning", "notice", "information", "subscribe"] {
+            conf.push_str(&format!("log_type {kind}\n"));
+        }
         let Some(observer) = self.observer_port else {
             conf.push_str(&format!("listener {} 127.0.0.1\nallow_anonymous true\n", self.port));
             return conf;
@@ -187,6 +192,17 @@ impl Mosquitto {
     /// The broker's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
+    }
+
+    /// The QoS of every subscription to `filter` so far, from the broker's log.
+    pub fn subscription_qos(&self, filter: &str) -> Vec<u8> {
+        self.log()
+            .lines()
+            .filter_map(|l| {
+                let mut words = l.rsplit(' ');
+                (words.next() == Some(filter)).then(|| words.next()?.parse().ok()).flatten()
+            })
+            .collect()
     }
 
     /// The broker's port.
