@@ -90,12 +90,12 @@ impl MqttSettings {
     /// longer make a TCP segment each. That holds a packet only while an earlier one is
     /// unacknowledged, and at QoS 1 or 2 the broker answers every publication at once
     /// (PUBACK/PUBREC), its answer carrying the TCP acknowledgement back: under a stream of
-    /// changes the bridge then takes ~20 % less CPU at 5,000 events/s and keeps up at 18,000/s on
-    /// the benchmark's machine, with the same latency (BENCHMARKS.md, "End to end → Nagle's
-    /// algorithm"). A packet the broker does not answer makes the next one wait for its delayed
-    /// acknowledgement (~40 ms on Linux): at QoS 0 every change is such a packet, so QoS 0 sends
-    /// every packet at once; and the bridge subscribes at QoS 0, so that it never writes an
-    /// acknowledgement of a command for its new state to wait behind.
+    /// changes the bridge then takes ~20 % less CPU at 5,000 events/s, with the same latency,
+    /// and leaves more of a shared machine to the broker near its ceiling (BENCHMARKS.md, "End
+    /// to end → Subscriptions at QoS 0"). A packet the broker does not answer makes the next
+    /// one wait for its delayed acknowledgement (~40 ms on Linux): at QoS 0 every change is
+    /// such a packet, so QoS 0 sends every packet at once; and the bridge subscribes at QoS 0,
+    /// so that it never writes an acknowledgement of a command for its new state to wait behind.
     pub fn nodelay(&self) -> bool {
         self.tcp_nodelay.unwrap_or(self.qos == 0)
     }
