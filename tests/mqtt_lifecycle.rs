@@ -1,6 +1,6 @@
 //! The publisher's behaviour over time against a real mosquitto: broker restart, Home
 //! Assistant's birth message, removed and renamed units, retained commands, stale configs of an
-//! earlier run, and the last will.
+//! earlier run, the last will, and `TCP_NODELAY` on the connections.
 
 mod common;
 
@@ -277,4 +277,50 @@ async fn problems_raised_before_the_first_connection_are_published_once_connecte
     assert_eq!(v["network"], "n2");
     assert!(v["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
     bridge.stop().await;
+}
+
+/// `TCP_NODELAY` of every TCP socket of this process connected to `port`. The test binary's other
+/// tests connect to brokers of their own, on other ports.
+fn nodelay_of_sockets_to(port: u16) -> Vec<bool> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return Vec::new() };
+    let fds: Vec<i32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|fd| {
+            std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+        })
+        .collect();
+    fds.into_iter()
+        .filter_map(|fd| {
+            // SAFETY: the descriptor is only read (getpeername, getsockopt) while the borrow lives;
+            // should another thread close it meanwhile, both calls fail with EBADF and the
+            // descriptor is skipped.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            let socket = socket2::SockRef::from(&borrowed);
+            let peer = socket.peer_addr().ok()?.as_socket()?;
+            (peer.port() == port).then(|| socket.tcp_nodelay().ok()).flatten()
+        })
+        .collect()
+}
+
+/// The setting reaches the socket: with changes at QoS 1 (the default) the bridge's connections
+/// leave `TCP_NODELAY` off, so Nagle's algorithm gathers their packets; at QoS 0 every packet
+/// leaves at once; `mqtt.tcp_nodelay` overrides either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_nodelay_follows_the_qos_on_the_bridges_sockets() {
+    for (qos, set, expected) in [(1, None, false), (0, None, true), (1, Some(true), true)] {
+        let broker = Mosquitto::start();
+        let mut c = config(&broker.url(), DiscoveryMode::Device, Protocol::V5);
+        (c.mqtt.qos, c.mqtt.tcp_nodelay) = (qos, set);
+        let client_id = c.mqtt.client_id.clone();
+        let bridge = start_bridge(c);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !broker.has_connected(&client_id) {
+            assert!(std::time::Instant::now() < deadline, "the bridge did not connect: {}", broker.log());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let flags = nodelay_of_sockets_to(broker.port());
+        assert!(!flags.is_empty(), "no socket of this process is connected to the broker");
+        assert!(flags.iter().all(|f| *f == expected), "qos {qos}, tcp_nodelay {set:?}: TCP_NODELAY {flags:?}");
+        bridge.stop().await;
+    }
 }

@@ -194,6 +194,11 @@ impl Mosquitto {
         std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
     }
 
+    /// Whether `client_id` has connected, from the broker's log.
+    pub fn has_connected(&self, client_id: &str) -> bool {
+        self.log().lines().any(|l| l.contains("New client connected") && l.contains(&format!(" as {client_id} ")))
+    }
+
     /// The QoS of every subscription to `filter` so far, from the broker's log.
     pub fn subscription_qos(&self, filter: &str) -> Vec<u8> {
         self.log()
