@@ -25,7 +25,7 @@ echo "stage $stage, $runs runs of 1,000 samples, pinned; µs per frame"
 for i in $(seq 1 "$runs"); do
   cpu=$(( (i - 1) % cpus ))
   # divan's line for the stage: name, fastest, slowest, median, mean (each a value and a unit).
-  line=$(taskset -c "$cpu" "$bin" --bench "$stage" --sample-count 1000 2>/dev/null | grep -E "[─ ]$stage " || true)
+  line=$(taskset -c "$cpu" "$bin" --bench --exact "hot_path::$stage" --sample-count 1000 2>/dev/null | grep -E "[─ ]$stage " || true)
   [ -n "$line" ] || { echo "no result for stage $stage" >&2; exit 1; }
   # One line per run on the terminal, and "fastest median" in $results for the spread below.
   echo "$line" | awk -v s="$stage" -v run="$i" -v cpu="$cpu" -v at="$(date +%T)" -v out="$results" '

@@ -8,6 +8,8 @@
 # Each stage runs twice under cachegrind, with 20 and 40 samples of 500 iterations; the difference
 # divided by 10,000 is the cost of one iteration, without the harness's start-up and fixtures. It
 # includes divan's allocation counting (a few instructions per allocation), as the timed runs do.
+# A stage is picked by its exact name: divan's filter is otherwise a pattern, and `render` would
+# also run `render_cold` (the `render` figures before this script said so were the two summed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install -y valgrind)" >&2; exit 1; }
@@ -16,7 +18,7 @@ benches=("$@")
 [ ${#benches[@]} -gt 0 ] || benches=(parse diff_unchanged diff_changed render render_cold pipeline_unchanged pipeline_changed)
 count() {
   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-    "$bin" --bench "$1" --sample-count "$2" --sample-size 500 2>&1 >/dev/null \
+    "$bin" --bench --exact "hot_path::$1" --sample-count "$2" --sample-size 500 2>&1 >/dev/null \
     | sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' | tr -d ,
 }
 printf '%-20s %s\n' stage instructions/frame
