@@ -141,10 +141,7 @@ async fn check_lists_networks_units_and_entities_without_publishing() {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
     let broker = Mosquitto::start();
     let config = write_config(&sim, &broker.url(), "demo");
-    let child = spawn(&["check", "-c", config.path().to_str().unwrap()]).take();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let text = check_succeeds(&config, &[]).await;
     assert!(text.contains("network Home"), "{text}");
     assert!(text.contains("light (color_temp)"), "{text}");
     assert!(text.contains("binary_sensor (occupancy)"), "{text}");
@@ -152,6 +149,15 @@ async fn check_lists_networks_units_and_entities_without_publishing() {
     assert!(!text.contains("warning:"), "the default settings draw no warning: {text}");
     let r = common::retained(broker.port()).await;
     assert!(r.is_empty(), "check publishes nothing: {r:?}");
+}
+
+/// Runs `check -c config` with `env` set, asserts that it succeeds, and returns its output.
+async fn check_succeeds(config: &tempfile::NamedTempFile, env: &[(&str, &str)]) -> String {
+    let child = spawn_env(&["check", "-c", config.path().to_str().unwrap()], env).take();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    text
 }
 
 /// Nagle's algorithm with changes at QoS 0 is valid but delays every change: `check` says so,
@@ -162,10 +168,7 @@ async fn check_warns_when_nagle_meets_qos_0() {
     let broker = Mosquitto::start();
     let config = write_config(&sim, &broker.url(), "demo");
     let env = [("CASAMBI2MQTT_MQTT__TCP_NODELAY", "false"), ("CASAMBI2MQTT_MQTT__QOS", "0")];
-    let child = spawn_env(&["check", "-c", config.path().to_str().unwrap()], &env).take();
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let text = check_succeeds(&config, &env).await;
     let warning = text.lines().find(|l| l.starts_with("warning: ")).unwrap_or_default();
     assert!(warning.contains("mqtt.tcp_nodelay is false with mqtt.qos 0"), "{text}");
     assert!(text.contains("network Home"), "the check still runs: {text}");

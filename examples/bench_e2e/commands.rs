@@ -21,6 +21,28 @@ pub struct RoundTrips {
     pub missed: Vec<usize>,
 }
 
+impl RoundTrips {
+    /// Adds another series' round trips.
+    pub fn extend(&mut self, other: RoundTrips) {
+        self.ms.extend(other.ms);
+        self.missed.extend(other.missed);
+    }
+
+    /// `p50 … p99 … max … ms (N back, M missed)`.
+    pub fn summary(&self) -> String {
+        let mut sorted = self.ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        format!(
+            "p50 {:.1} p99 {:.1} max {:.1} ms ({} back, {} missed)",
+            quantile(&sorted, 0.5),
+            quantile(&sorted, 0.99),
+            sorted.last().copied().unwrap_or(f64::NAN),
+            sorted.len(),
+            self.missed.len()
+        )
+    }
+}
+
 /// Sends `count` commands to the unit whose JSON is published on `state_topic`, `gap` apart, each
 /// to a brightness the unit does not have yet, and times each: from just before the command is
 /// handed to the client to the arrival of the unit's JSON with that brightness. A command whose
@@ -62,7 +84,6 @@ pub async fn round_trips(
         }
         tokio::time::sleep(gap).await;
     }
-    out.ms.sort_by(f64::total_cmp);
     Ok(out)
 }
 
@@ -79,26 +100,4 @@ pub fn state_topic(recorder: &Recorder, prefix: &str, unit: i64) -> Option<Strin
         let id = serde_json::from_slice::<Value>(&m.payload).ok()?.get("id")?.as_i64()?;
         (!rest.contains('/') && id == unit).then_some(m.topic)
     })
-}
-
-impl RoundTrips {
-    /// Adds another series' round trips.
-    pub fn extend(&mut self, other: RoundTrips) {
-        self.ms.extend(other.ms);
-        self.ms.sort_by(f64::total_cmp);
-        self.missed.extend(other.missed);
-    }
-
-    /// `p50 … p99 … max … ms (N back, M missed)`.
-    pub fn summary(&self) -> String {
-        let max = self.ms.last().copied().unwrap_or(f64::NAN);
-        format!(
-            "p50 {:.1} p99 {:.1} max {:.1} ms ({} back, {} missed)",
-            quantile(&self.ms, 0.5),
-            quantile(&self.ms, 0.99),
-            max,
-            self.ms.len(),
-            self.missed.len()
-        )
-    }
 }
