@@ -1,6 +1,6 @@
 //! The hot path of the bridge, without I/O: WebSocket frame bytes → `parse_frame` → state merge
 //! and diff (`NetworkView::apply_unit`) → the MQTT operations to publish (`mqtt::plan::unit_ops`
-//! on the publisher's render/store layer).
+//! and `stale_group_ops` on the publisher's render/store layer).
 //!
 //! The frame is a typical luminaire (`Dimmer` + `CCT`) as the simulator renders it. Every stage is
 //! measured on its own and the whole path once for an unchanged and once for a changed event;
@@ -175,6 +175,21 @@ fn diff_changed(bencher: Bencher) {
         });
 }
 
+/// The operations of one changed unit taken in alone: its own, then its groups'. The publisher
+/// renders a group once for all the member changes waiting; one change at a time is the most a
+/// change can cost.
+fn change_ops(
+    renderer: &Renderer,
+    store: &mut Store,
+    mirror: &mut NetMirror,
+    text: &mut StateText,
+    unit: Arc<UnitState>,
+) -> Vec<Op> {
+    let mut ops = plan::unit_ops(renderer, store, mirror, text, unit);
+    ops.extend(plan::stale_group_ops(renderer, store, mirror, text));
+    ops
+}
+
 /// Stage 3: a changed unit → the operations to publish (render the unit's and its group's
 /// topics, compare with what was published, record what is sent).
 #[divan::bench]
@@ -189,7 +204,7 @@ fn render(bencher: Bencher) {
             units[next % 2].clone()
         })
         .bench_local_values(|u| {
-            let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, black_box(u));
+            let ops = change_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, black_box(u));
             sent(&mut f.store, &ops);
             ops
         });
@@ -233,8 +248,64 @@ fn render_cold(bencher: Bencher) {
             units[next % units.len()][(next / units.len()) % 2].clone()
         })
         .bench_local_values(|u| {
-            let ops = plan::unit_ops(&f, &mut store, &mut mirror, &mut text, black_box(u));
+            let ops = change_ops(&f, &mut store, &mut mirror, &mut text, black_box(u));
             sent(&mut store, &ops);
+            ops
+        });
+}
+
+/// A scene over group 1: each of its luminaires set to one level (0.3, then 0.6 the next
+/// iteration), with each member taken in alone (its group rendered after each, as before the
+/// publisher batched groups) …
+#[divan::bench]
+fn scene_one_by_one(bencher: Bencher) {
+    scene(bencher, false);
+}
+
+/// … and with the members taken in together, the group rendered once after them (the
+/// publisher's batches). Per unit, like every stage.
+#[divan::bench]
+fn scene_together(bencher: Bencher) {
+    scene(bencher, true);
+}
+
+fn scene(bencher: Bencher, together: bool) {
+    let mut f = fixtures();
+    let members = f.mirror.view.groups[&1].units.clone();
+    let at = |level: f64| -> Vec<Arc<UnitState>> {
+        members
+            .iter()
+            .filter_map(|id| f.mirror.view.units.get(id))
+            .filter(|u| f.mirror.is_light(u))
+            .map(|u| {
+                let mut v = UnitState::clone(u);
+                for c in v.controls.iter_mut().flatten() {
+                    if let casambi2mqtt::cloud::model::Control::Dimmer(d) = c {
+                        d.value = level;
+                    }
+                }
+                Arc::new(v)
+            })
+            .collect()
+    };
+    let levels = [at(0.3), at(0.6)];
+    let mut next = 0usize;
+    bencher
+        .counter(ItemsCount::new(levels[0].len()))
+        .with_inputs(|| {
+            next += 1;
+            levels[next % 2].clone()
+        })
+        .bench_local_values(|units| {
+            let mut ops = Vec::new();
+            for u in units {
+                ops.extend(plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, black_box(u)));
+                if !together {
+                    ops.extend(plan::stale_group_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text));
+                }
+            }
+            ops.extend(plan::stale_group_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text));
+            sent(&mut f.store, &ops);
             ops
         });
 }
@@ -275,7 +346,7 @@ fn pipeline_changed(bencher: Bencher) {
             if delta.changed
                 && let Some(unit) = f.view.units.get(&id).cloned()
             {
-                ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, unit);
+                ops = change_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, unit);
                 sent(&mut f.store, &ops);
             }
             ops
@@ -287,7 +358,7 @@ fn pipeline_changed(bencher: Bencher) {
 fn sizes(bencher: Bencher) {
     let mut f = fixtures();
     let unit = Arc::new(unit_of(&f.frame_b));
-    let ops = plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, unit);
+    let ops = change_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, unit);
     let published: usize = ops
         .iter()
         .map(|op| match op {

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install -y valgrind)" >&2; exit 1; }
 bin=$(scripts/hot_path_bin.sh)
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(parse diff_unchanged diff_changed render render_cold pipeline_unchanged pipeline_changed)
+[ ${#benches[@]} -gt 0 ] || benches=(parse diff_unchanged diff_changed render render_cold scene_one_by_one scene_together pipeline_unchanged pipeline_changed)
 count() {
   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
     "$bin" --bench --exact "hot_path::$1" --sample-count "$2" --sample-size 500 2>&1 >/dev/null \

@@ -198,6 +198,52 @@ async fn the_bridge_info_follows_a_burst_of_networks_once_not_per_network() {
     bridge.stop().await;
 }
 
+/// A scene or group command changes a group's members together. Their changes taken in together
+/// publish the group's JSON once or twice, with the last members' levels, not once per member
+/// with the passing values in between. On one thread, as the bridge runs, so that the burst is
+/// queued before the publisher takes any of it in.
+#[tokio::test(flavor = "current_thread")]
+async fn a_groups_json_follows_a_burst_of_its_members_once_not_per_member() {
+    let broker = Mosquitto::start();
+    // One network of ten units: group 1 holds the eight luminaires.
+    let sim = Simulator::start_local(SimConfig::new(Site::generate(1, 10))).await.unwrap();
+    let net = demo_network_ids(&sim)[0].clone();
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    bridge.updates.send(network_update(&view_of(&sim, &net), Topology::default())).await.unwrap();
+    let topic = "casambi/site-1/group/group-1";
+    let mut w = Watcher::start(broker.port(), topic).await;
+    w.wait_for(Duration::from_secs(15), |s| s.topic == topic).await;
+    w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    let before = w.seen.len();
+
+    // Each member brighter than the last, so each change alone would change the group's JSON;
+    // every update made first, so they arrive as one burst.
+    let members: Vec<u32> = view_of(&sim, &net).groups[&1].units.clone();
+    assert_eq!(members.len(), 8, "{members:?}");
+    let mut updates = Vec::new();
+    for (k, id) in members.iter().enumerate() {
+        let level = 0.55 + 0.05 * k as f64;
+        sim.shared()
+            .world()
+            .control_unit(&net, i64::from(*id), &serde_json::json!({"Dimmer": {"value": level}}))
+            .unwrap();
+        let unit = view_of(&sim, &net).units[id].clone();
+        updates.push(Update::Unit { network: net.as_str().into(), unit });
+    }
+    for u in updates {
+        bridge.updates.try_send(u).unwrap();
+    }
+    let brightness =
+        |s: &Seen| serde_json::from_str::<serde_json::Value>(&s.payload).ok().map(|v| v["brightness"].clone());
+    let last = (0.9_f64 * 255.0).round() as u64;
+    w.wait_for(Duration::from_secs(10), |s| brightness(s) == Some(serde_json::json!(last))).await;
+    w.settle(Duration::from_millis(500), Duration::from_secs(5)).await;
+    let burst: Vec<_> = w.seen[before..].iter().filter_map(brightness).collect();
+    assert!(burst.len() <= 2, "{} group messages for {} member changes: {burst:?}", burst.len(), members.len());
+    assert_eq!(burst.last(), Some(&serde_json::json!(last)), "{burst:?}");
+    bridge.stop().await;
+}
+
 /// The unit JSON topics of a retained set (`casambi/<network>/unit/<unit>`).
 fn unit_json_topics(r: &BTreeMap<String, String>) -> Vec<String> {
     r.keys()

@@ -2,10 +2,12 @@
 //! functions (the publisher sends the returned operations; benchmarks and tests call them
 //! directly).
 //!
-//! A changed unit re-renders its own topics and its groups' (a group's JSON summarises its
-//! members); its network's topics only when its capabilities changed (the network device lists
-//! dimmable groups), and the whole network when its identity (name, address, fixture) changed,
-//! since slugs and device ids may move. A change of state alone (the common case, thousands per
+//! A changed unit re-renders its own topics, and marks its groups stale (a group's JSON summarises
+//! its members): the caller renders stale groups with [`stale_group_ops`] once it has taken in the
+//! changes waiting, so a scene that moves a group's ten members publishes the group once, not ten
+//! times with nine passing values. Its network's topics are re-rendered only when its
+//! capabilities changed (the network device lists dimmable groups), and the whole network when its
+//! identity (name, address, fixture) changed, since slugs and device ids may move. A change of state alone (the common case, thousands per
 //! second on big sites) keeps the unit's discovery config as it is instead of rendering it again:
 //! it depends only on the identity, the firmware and the capabilities.
 
@@ -18,7 +20,8 @@ use crate::cloud::model::UnitState;
 use std::sync::Arc;
 
 /// Records `unit` (a changed unit of `m`'s network) in the mirror and returns the broker
-/// operations it calls for. `text` is a reused buffer for the state payloads.
+/// operations it calls for, except its groups': those it adds to `m.stale_groups`, for
+/// [`stale_group_ops`]. `text` is a reused buffer for the state payloads.
 pub fn unit_ops(
     renderer: &Renderer,
     store: &mut Store,
@@ -60,7 +63,9 @@ pub fn unit_ops(
     };
     if reading_changed || caps_changed {
         for g in m.view.groups.values().filter(|g| g.units.contains(&id)) {
-            ops.extend(group_ops(renderer, store, m, g.id, text));
+            if !m.stale_groups.contains(&g.id) {
+                m.stale_groups.push(g.id);
+            }
         }
     }
     if caps_changed {
@@ -89,6 +94,24 @@ fn unit_state_ops(
     }
     // The set of state topics changed (an attribute became known or unknown): all again.
     store.set(owner, renderer.unit(m, id))
+}
+
+/// The operations of `m`'s stale groups ([`NetMirror::stale_groups`]), which it empties: each
+/// group's JSON rendered once, after all the member changes taken in since the last call.
+pub fn stale_group_ops(renderer: &Renderer, store: &mut Store, m: &mut NetMirror, text: &mut StateText) -> Vec<Op> {
+    let mut stale = std::mem::take(&mut m.stale_groups);
+    let mut ops = Vec::new();
+    for id in stale.drain(..) {
+        let group = group_ops(renderer, store, m, id, text);
+        // One group (a change taken in alone) keeps its own list: no second allocation.
+        if ops.is_empty() {
+            ops = group;
+        } else {
+            ops.extend(group);
+        }
+    }
+    m.stale_groups = stale;
+    ops
 }
 
 /// A group's topic after a change of one of its members.
@@ -231,13 +254,39 @@ mod tests {
         for mode in [DiscoveryMode::Device, DiscoveryMode::Component] {
             let (renderer, mut store, mut m) = setup(mode);
             let changed = LAMP.replace("0.5", "0.7").replace("\"on\":true", "\"on\":false");
-            let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(&changed));
+            let mut text = StateText::default();
+            let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(&changed));
             assert!(topics(&ops).iter().all(|t| !t.starts_with("homeassistant/")), "{:?}", topics(&ops));
             assert!(topics(&ops).contains(&"casambi/home/unit/lamp"));
-            assert!(topics(&ops).contains(&"casambi/home/group/hall"));
+            assert_eq!(m.stale_groups, [1]);
+            let ops = stale_group_ops(&renderer, &mut store, &mut m, &mut text);
+            assert_eq!(topics(&ops), ["casambi/home/group/hall"]);
+            assert!(m.stale_groups.is_empty());
             let owner = Owner::Unit("n1".into(), 1);
             assert!(store.wants(&owner, &renderer.unit(&m, 1)));
+            assert!(store.wants(&Owner::Group("n1".into(), 1), &renderer.group(&m, 1)));
         }
+    }
+
+    #[test]
+    fn a_group_is_rendered_once_for_its_member_changes_taken_in_together() {
+        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
+        let mut text = StateText::default();
+        for level in ["0.6", "0.7", "0.8"] {
+            let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(&LAMP.replace("0.5", level)));
+            assert!(!topics(&ops).contains(&"casambi/home/group/hall"), "{:?}", topics(&ops));
+        }
+        assert_eq!(m.stale_groups, [1], "one entry per group, however many member changes");
+        let ops = stale_group_ops(&renderer, &mut store, &mut m, &mut text);
+        assert_eq!(topics(&ops), ["casambi/home/group/hall"]);
+        let Op::Publish { payload, .. } = &ops[0] else { panic!("{:?}", topics(&ops)) };
+        let json: serde_json::Value = serde_json::from_str(payload).unwrap();
+        assert_eq!(json["brightness"], 204, "the group's JSON after the last change: {payload}");
+        // Nothing stale: nothing to render; a change that leaves every reading as it is marks
+        // no group.
+        assert!(stale_group_ops(&renderer, &mut store, &mut m, &mut text).is_empty());
+        unit_ops(&renderer, &mut store, &mut m, &mut text, unit(&LAMP.replace("0.5", "0.8")));
+        assert!(m.stale_groups.is_empty());
     }
 
     #[test]

@@ -70,6 +70,8 @@ impl Default for Tuning {
 
 /// How late the bridge's info may be while updates keep coming ([`Publisher::bridge_stale`]).
 const BRIDGE_INFO_DELAY: Duration = Duration::from_secs(1);
+/// How late a group's JSON may be while updates keep coming ([`Publisher::groups_stale`]).
+const GROUP_DELAY: Duration = Duration::from_millis(20);
 
 /// The publishing side of the MQTT layer (owned by [`super::run`]'s task).
 pub(crate) struct Publisher {
@@ -98,6 +100,11 @@ pub(crate) struct Publisher {
     /// queued at once). Under a load that never lets the queue empty, at most
     /// [`BRIDGE_INFO_DELAY`] late.
     bridge_stale: Option<Instant>,
+    /// Since when some network has stale groups ([`NetMirror::stale_groups`]). They are rendered
+    /// once the updates waiting are all taken in: a scene moving 250 units of 25 groups renders
+    /// 25 group JSONs, not 250, and publishes none of the values the groups pass through on the
+    /// way. Under a load that never lets the queue empty, at most [`GROUP_DELAY`] late.
+    groups_stale: Option<Instant>,
 }
 
 impl Publisher {
@@ -132,6 +139,7 @@ impl Publisher {
             birth_at: None,
             held_errors: VecDeque::new(),
             bridge_stale: None,
+            groups_stale: None,
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -170,7 +178,8 @@ impl Publisher {
                     gc::Scanned::Found(m) => self.judge_scanned(m).await,
                     gc::Scanned::Done => self.store.forget_index(),
                 },
-                () = std::future::ready(()), if self.bridge_info_due(&updates) => self.render_bridge().await,
+                () = std::future::ready(()), if due(self.groups_stale, &updates, GROUP_DELAY) => self.render_groups().await,
+                () = std::future::ready(()), if due(self.bridge_stale, &updates, BRIDGE_INFO_DELAY) => self.render_bridge().await,
                 _ = tokio::time::sleep_until(birth.unwrap_or_else(Instant::now)), if birth.is_some() => {
                     self.birth_at = None;
                     tracing::info!("republishing discovery and state after Home Assistant's birth message");
@@ -178,6 +187,8 @@ impl Publisher {
                 }
             }
         }
+        // The last member changes taken in still owe their groups' JSON.
+        self.render_groups().await;
         self.stop().await;
     }
 
@@ -348,6 +359,9 @@ impl Publisher {
                     return;
                 };
                 let ops = plan::unit_ops(&self.renderer, &mut self.store, m, &mut self.text, unit);
+                if !m.stale_groups.is_empty() {
+                    self.groups_stale.get_or_insert_with(Instant::now);
+                }
                 self.send(ops, Batch::Change).await;
             }
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
@@ -398,10 +412,16 @@ impl Publisher {
         self.bridge_stale.get_or_insert_with(Instant::now);
     }
 
-    /// Whether the stale bridge info is to be rendered now: no update is waiting, or it has
-    /// waited [`BRIDGE_INFO_DELAY`].
-    fn bridge_info_due(&self, updates: &mpsc::Receiver<Update>) -> bool {
-        self.bridge_stale.is_some_and(|since| updates.is_empty() || since.elapsed() >= BRIDGE_INFO_DELAY)
+    /// Renders the stale groups of every network ([`Publisher::groups_stale`]).
+    async fn render_groups(&mut self) {
+        if self.groups_stale.take().is_none() {
+            return;
+        }
+        let mut ops = Vec::new();
+        for m in self.nets.values_mut().filter(|m| !m.stale_groups.is_empty()) {
+            ops.extend(plan::stale_group_ops(&self.renderer, &mut self.store, m, &mut self.text));
+        }
+        self.send(ops, Batch::Change).await;
     }
 
     async fn render_bridge(&mut self) {
@@ -557,6 +577,12 @@ enum Batch {
 }
 
 /// Publications of every topic in `topics`.
+/// Whether something stale since `since` is to be rendered now: no update is waiting, or it has
+/// waited `delay`.
+fn due(since: Option<Instant>, updates: &mpsc::Receiver<Update>, delay: Duration) -> bool {
+    since.is_some_and(|since| updates.is_empty() || since.elapsed() >= delay)
+}
+
 fn publications(topics: Topics) -> Vec<Op> {
     topics.into_iter().map(|(topic, payload)| Op::Publish { topic, payload, previous: None }).collect()
 }

@@ -49,6 +49,11 @@ pub struct NetMirror {
     pub group_slugs: Slugs,
     /// Scene slugs.
     pub scene_slugs: Slugs,
+    /// Groups whose JSON may have changed since it was last rendered (a member's reading or
+    /// capabilities changed), without repeats. A group's JSON summarises its members, so it is
+    /// rendered once for all the member changes taken in together, not once per member
+    /// ([`super::plan::stale_group_ops`]). Kept allocated between batches.
+    pub stale_groups: Vec<u32>,
 }
 
 impl NetMirror {
@@ -61,6 +66,7 @@ impl NetMirror {
             unit_slugs: Slugs::default(),
             group_slugs: Slugs::default(),
             scene_slugs: Slugs::default(),
+            stale_groups: Vec::new(),
         };
         m.reslug();
         m
