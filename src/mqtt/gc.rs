@@ -16,8 +16,9 @@
 
 use super::client::{Client, ClientEvent, Events, Message};
 use super::discovery::{self, ORIGIN_NAME};
-use super::settings::MqttSettings;
-use std::collections::HashSet;
+use super::render::NetMirror;
+use super::settings::{Config, MqttSettings};
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -59,6 +60,23 @@ pub fn scope_of(msg: &Message, base: &str, prefix: Option<&str>) -> Option<Scope
         return Some(Scope::Bridge);
     }
     Some(Scope::NetworkKey(id.split('_').next().unwrap_or_default().to_string()))
+}
+
+/// The filters of the clean-up scans: the base topic and, with discovery, the configs.
+pub fn scan_filters(config: &Config) -> Vec<String> {
+    let mut f = vec![format!("{}/#", config.mqtt.base_topic)];
+    if config.homeassistant.enabled {
+        f.push(format!("{}/+/+/config", config.homeassistant.discovery_prefix));
+    }
+    f
+}
+
+/// The scopes of the loaded networks, which a scan can judge: each by its id's key and by its
+/// slug.
+pub fn loaded_scopes(nets: &BTreeMap<String, NetMirror>) -> HashSet<Scope> {
+    nets.iter()
+        .flat_map(|(id, m)| [Scope::NetworkKey(discovery::key(id)), Scope::NetworkSlug(m.slug.clone())])
+        .collect()
 }
 
 /// Messages a scan's connection reads ahead of the judging: beyond, it waits (and the broker

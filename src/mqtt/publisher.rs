@@ -121,7 +121,7 @@ impl Publisher {
             qos: config.mqtt.qos,
         });
         let renderer = Renderer { layout, discovery, attribute_topics: config.output.attribute_topics };
-        let filters = scan_filters(&config);
+        let filters = gc::scan_filters(&config);
         let config_scan = config.mqtt.clone();
         let mut p = Publisher {
             config,
@@ -537,7 +537,7 @@ impl Publisher {
         let prefix = self.config.homeassistant.enabled.then_some(self.config.homeassistant.discovery_prefix.as_str());
         let Some(scope) = gc::scope_of(&m, base, prefix) else { return };
         let decidable =
-            scope == Scope::Bridge || self.scopes.get_or_insert_with(|| loaded_scopes(&self.nets)).contains(&scope);
+            scope == Scope::Bridge || self.scopes.get_or_insert_with(|| gc::loaded_scopes(&self.nets)).contains(&scope);
         if !decidable {
             self.sweeper.undecided(scope);
             return;
@@ -576,29 +576,13 @@ enum Batch {
     Snapshot,
 }
 
-/// Publications of every topic in `topics`.
 /// Whether something stale since `since` is to be rendered now: no update is waiting, or it has
 /// waited `delay`.
 fn due(since: Option<Instant>, updates: &mpsc::Receiver<Update>, delay: Duration) -> bool {
     since.is_some_and(|since| updates.is_empty() || since.elapsed() >= delay)
 }
 
+/// Publications of every topic in `topics`.
 fn publications(topics: Topics) -> Vec<Op> {
     topics.into_iter().map(|(topic, payload)| Op::Publish { topic, payload, previous: None }).collect()
-}
-
-/// The filters of the clean-up scans: the base topic and, with discovery, the configs.
-fn scan_filters(config: &Config) -> Vec<String> {
-    let mut f = vec![format!("{}/#", config.mqtt.base_topic)];
-    if config.homeassistant.enabled {
-        f.push(format!("{}/+/+/config", config.homeassistant.discovery_prefix));
-    }
-    f
-}
-
-/// The scopes of the loaded networks: each by its id's key and by its slug.
-fn loaded_scopes(nets: &BTreeMap<String, NetMirror>) -> HashSet<Scope> {
-    nets.iter()
-        .flat_map(|(id, m)| [Scope::NetworkKey(discovery::key(id)), Scope::NetworkSlug(m.slug.clone())])
-        .collect()
 }
