@@ -372,4 +372,73 @@ mod tests {
         let t = to(&mut m, &mut store, Connection::Down);
         assert!(t.iter().any(|x| x == "casambi/home/unit/sensor/availability"), "{t:?}");
     }
+
+    /// Four lamps in two overlapping groups (lamp 3 in both), everything published.
+    fn two_groups() -> (Renderer, Store, NetMirror) {
+        let lamp = |id: u32| format!(r#""{id}":{{"id":{id},"name":"Lamp {id}","address":"a{id}"}}"#);
+        let net: Network = serde_json::from_str(&format!(
+            r#"{{"id":"n1","name":"Home","units":{{{}}},"groups":{{
+            "1":{{"id":1,"name":"Hall","units":[{{"id":1}},{{"id":2}},{{"id":3}}]}},
+            "2":{{"id":2,"name":"Stairs","units":[{{"id":3}},{{"id":4}}]}}}}}}"#,
+            (1..=4).map(lamp).collect::<Vec<_>>().join(",")
+        ))
+        .unwrap();
+        let mut view = NetworkView::new("n1");
+        view.apply_config(&net);
+        for id in 1..=4 {
+            view.apply_unit(UnitState::clone(&lamp_at(id, 0.5, true)), false);
+        }
+        let renderer = Renderer { layout: Layout::new("casambi"), discovery: None, attribute_topics: false };
+        let m = NetMirror::new(view, "home".into());
+        let mut store = Store::default();
+        for op in network_ops(&renderer, &mut store, &m) {
+            store.sent(&op);
+        }
+        (renderer, store, m)
+    }
+
+    fn lamp_at(id: u32, level: f64, on: bool) -> Arc<UnitState> {
+        unit(&format!(
+            r#"{{"id":{id},"name":"Lamp {id}","address":"a{id}","type":"Luminaire","online":true,"on":{on},
+            "controls":[{{"type":"Dimmer","value":{level}}}]}}"#
+        ))
+    }
+
+    proptest::proptest! {
+        /// However member changes fall into batches, each group's JSON is published once per
+        /// batch at most, and after every batch the broker holds what a full render of the
+        /// mirror gives: batching loses no group change.
+        #[test]
+        fn batched_groups_end_as_a_full_render(
+            batches in proptest::collection::vec(
+                proptest::collection::vec((1u32..=4, 0u8..=4, proptest::bool::ANY), 1..6),
+                1..8,
+            )
+        ) {
+            let (renderer, mut store, mut m) = two_groups();
+            let mut text = StateText::default();
+            for batch in batches {
+                for (id, level, on) in batch {
+                    let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_at(id, f64::from(level) / 4.0, on));
+                    proptest::prop_assert!(!topics(&ops).iter().any(|t| t.contains("/group/")), "{:?}", topics(&ops));
+                    for op in &ops {
+                        store.sent(op);
+                    }
+                }
+                let ops = stale_group_ops(&renderer, &mut store, &mut m, &mut text);
+                let mut seen = topics(&ops);
+                seen.dedup();
+                proptest::prop_assert_eq!(seen.len(), ops.len(), "a group twice in one batch");
+                for op in &ops {
+                    store.sent(op);
+                }
+                proptest::prop_assert!(m.stale_groups.is_empty());
+                for g in [1, 2] {
+                    for (topic, payload) in renderer.group(&m, g) {
+                        proptest::prop_assert!(store.published_is(&topic, &payload), "{topic} is not {payload}");
+                    }
+                }
+            }
+        }
+    }
 }
