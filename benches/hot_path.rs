@@ -190,6 +190,17 @@ fn change_ops(
     ops
 }
 
+/// `u` with its Dimmer at `level`.
+fn at_level(u: &UnitState, level: f64) -> Arc<UnitState> {
+    let mut v = u.clone();
+    for c in v.controls.iter_mut().flatten() {
+        if let casambi2mqtt::cloud::model::Control::Dimmer(d) = c {
+            d.value = level;
+        }
+    }
+    Arc::new(v)
+}
+
 /// Stage 3: a changed unit → the operations to publish (render the unit's and its group's
 /// topics, compare with what was published, record what is sent).
 #[divan::bench]
@@ -226,18 +237,7 @@ fn render_cold(bencher: Bencher) {
         .units
         .values()
         .filter(|u| u.fixture_id == Some(1002))
-        .map(|u| {
-            let with = |level: f64| {
-                let mut v = UnitState::clone(u);
-                for c in v.controls.iter_mut().flatten() {
-                    if let casambi2mqtt::cloud::model::Control::Dimmer(d) = c {
-                        d.value = level;
-                    }
-                }
-                Arc::new(v)
-            };
-            [with(0.7), with(0.5)]
-        })
+        .map(|u| [at_level(u, 0.7), at_level(u, 0.5)])
         .collect();
     let mut text = StateText::default();
     let mut next = 0usize;
@@ -277,15 +277,7 @@ fn scene(bencher: Bencher, together: bool) {
             .iter()
             .filter_map(|id| f.mirror.view.units.get(id))
             .filter(|u| f.mirror.is_light(u))
-            .map(|u| {
-                let mut v = UnitState::clone(u);
-                for c in v.controls.iter_mut().flatten() {
-                    if let casambi2mqtt::cloud::model::Control::Dimmer(d) = c {
-                        d.value = level;
-                    }
-                }
-                Arc::new(v)
-            })
+            .map(|u| at_level(u, level))
             .collect()
     };
     let levels = [at(0.3), at(0.6)];

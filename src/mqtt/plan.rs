@@ -4,12 +4,13 @@
 //!
 //! A changed unit re-renders its own topics, and marks its groups stale (a group's JSON summarises
 //! its members): the caller renders stale groups with [`stale_group_ops`] once it has taken in the
-//! changes waiting, so a scene that moves a group's ten members publishes the group once, not ten
-//! times with nine passing values. Its network's topics are re-rendered only when its
-//! capabilities changed (the network device lists dimmable groups), and the whole network when its
-//! identity (name, address, fixture) changed, since slugs and device ids may move. A change of state alone (the common case, thousands per
-//! second on big sites) keeps the unit's discovery config as it is instead of rendering it again:
-//! it depends only on the identity, the firmware and the capabilities.
+//! changes waiting, so a scene that moves a group's ten members renders the group once, not ten
+//! times, and publishes none of the values the group passes through on the way. Its network's
+//! topics are re-rendered only when its capabilities changed (the network device lists dimmable
+//! groups), and the whole network when its identity (name, address, fixture) changed, since slugs
+//! and device ids may move. A change of state alone (the common case, thousands per second on big
+//! sites) keeps the unit's discovery config as it is instead of rendering it again: it depends
+//! only on the identity, the firmware and the capabilities.
 
 use super::caps::Caps;
 use super::render::{NetMirror, Owner, Renderer};
