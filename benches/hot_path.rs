@@ -291,11 +291,14 @@ fn scene(bencher: Bencher, together: bool) {
         .bench_local_values(|units| {
             let mut ops = Vec::new();
             for u in units {
-                ops.extend(plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, black_box(u)));
-                if !together {
-                    ops.extend(plan::stale_group_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text));
-                }
+                let u = black_box(u);
+                ops.extend(if together {
+                    plan::unit_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, u)
+                } else {
+                    change_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text, u)
+                });
             }
+            // Taken in together: the group once, after its members (nothing is left otherwise).
             ops.extend(plan::stale_group_ops(&f.renderer, &mut f.store, &mut f.mirror, &mut f.text));
             sent(&mut f.store, &ops);
             ops
