@@ -23,6 +23,11 @@
 //!   timed until the unit's new state is back ([`commands`]), during every phase (under the
 //!   stream of events) and once more on a quiet bridge. The commanded luminaire is not driven by
 //!   the phases.
+//! - For each phase, the share of one core the bridge, the broker and the harness needed to keep
+//!   up with its rate (each one's CPU over the time the changes went in); for the ceiling, the
+//!   broker's. mosquitto runs on one thread, so where it nears 1.0 it is saturated in this
+//!   pipeline, whatever message rate the ceiling run reached; where all three near the machine's
+//!   cores, the machine is.
 //!
 //! Results and how to read them: BENCHMARKS.md.
 
@@ -229,7 +234,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             println!(
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
-                 harness {:.1} µs/event, load {:.2}, stolen {:.1} %",
+                 harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}",
                 run + 1,
                 r.injected,
                 r.achieved_rate,
@@ -246,7 +251,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.messages as f64 / r.injected as f64,
                 r.harness_us_per_event(),
                 r.load,
-                r.steal
+                r.steal,
+                r.bridge_cores(),
+                r.broker_cores(),
+                r.harness_cores()
             );
             if rig.command_topic.is_some() {
                 println!("  commands during the run: round trip {}", t.summary());
@@ -265,13 +273,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
         for run in 0..args.runs {
             let c = ceiling(&rig, args.ceiling, size).await?;
             println!(
-                "broker ceiling run {}: {} messages of {size} B, {:.0} msg/s, lost {}, broker {:.1} µs CPU/message, \
-                 harness {:.1} µs/message",
+                "broker ceiling run {}: {} messages of {size} B, {:.0} msg/s, lost {}, broker {:.1} µs CPU/message \
+                 ({:.2} of a core), harness {:.1} µs/message",
                 run + 1,
                 c.sent,
                 c.rate,
                 c.lost,
                 c.cpu_us_per_message,
+                c.broker_cores(),
                 c.harness_us_per_message
             );
             ceilings.push(c);
@@ -298,6 +307,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     println!();
     println!("## Summary (min / median / max over {} runs)", args.runs);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     for (runs, trips) in results.iter().zip(&loaded_trips) {
         let f = |g: fn(&PhaseResult) -> f64| runs.iter().map(g).collect::<Vec<_>>();
         println!("rate {:.0}/s:", runs[0].rate);
@@ -313,6 +323,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!("  harness CPU µs/event  {}", fmt_spread(&f(|r| r.harness_us_per_event()), 1));
         println!("  unit JSON bytes       {}", fmt_spread(&f(|r| r.unit_json_bytes), 0));
         println!("  CPU stolen %          {}", fmt_spread(&f(|r| r.steal), 1));
+        println!("  cores needed, bridge  {}", fmt_spread(&f(PhaseResult::bridge_cores), 2));
+        println!("  cores needed, broker  {}", fmt_spread(&f(PhaseResult::broker_cores), 2));
+        println!("  cores needed, harness {}", fmt_spread(&f(PhaseResult::harness_cores), 2));
+        println!(
+            "  cores needed, all     {} of {cores}",
+            fmt_spread(&f(|r| r.bridge_cores() + r.broker_cores() + r.harness_cores()), 2)
+        );
         println!(
             "  ratio broker µs/msg ÷ bridge µs/event {}",
             fmt_spread(&f(|r| r.broker_us_per_message() / r.bridge_us_per_event()), 2)
@@ -331,6 +348,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!(
             "  broker CPU µs/message {}",
             fmt_spread(&ceilings.iter().map(|c| c.cpu_us_per_message).collect::<Vec<_>>(), 1)
+        );
+        println!(
+            "  broker cores          {}",
+            fmt_spread(&ceilings.iter().map(Ceiling::broker_cores).collect::<Vec<_>>(), 2)
         );
         println!(
             "  harness CPU µs/msg    {}",
@@ -373,6 +394,14 @@ struct Ceiling {
     cpu_us_per_message: f64,
     /// This process's CPU (the publisher and the subscriber) per message.
     harness_us_per_message: f64,
+}
+
+impl Ceiling {
+    /// The share of one core the broker used at the ceiling's rate: near 1.0, the ceiling is
+    /// mosquitto's single thread saturated, not the machine.
+    fn broker_cores(&self) -> f64 {
+        self.cpu_us_per_message * self.rate / 1e6
+    }
 }
 
 /// mosquitto alone: a plain rumqttc publisher (MQTT 5, QoS 1, retained, as the bridge publishes)

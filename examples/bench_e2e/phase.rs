@@ -93,6 +93,24 @@ impl PhaseResult {
     pub fn harness_us_per_event(&self) -> f64 {
         self.harness_cpu.as_secs_f64() * 1e6 / self.injected as f64
     }
+    /// The share of one core the bridge needed to keep up with this rate ([`core_share`]).
+    pub fn bridge_cores(&self) -> f64 {
+        self.core_share(self.bridge_cpu)
+    }
+    /// The share of one core the broker needed: mosquitto runs on one thread, so near 1.0 it is
+    /// saturated in this pipeline, whatever message rate the ceiling run reached.
+    pub fn broker_cores(&self) -> f64 {
+        self.core_share(self.broker_cpu)
+    }
+    /// The share of one core the harness (simulator, injector, subscriber) needed.
+    pub fn harness_cores(&self) -> f64 {
+        self.core_share(self.harness_cpu)
+    }
+    /// A process's CPU over the phase (the drain after the last change included) spread over the
+    /// time the changes went in: what it needed per second of this rate.
+    fn core_share(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() * self.achieved_rate / self.injected.max(1) as f64
+    }
 }
 
 /// One phase: `rate` changes per second for `seconds`, then up to 10 s for the last ones to
