@@ -28,6 +28,10 @@
 //!   broker's. mosquitto runs on one thread, so where it nears 1.0 it is saturated in this
 //!   pipeline, whatever message rate the ceiling run reached; where all three near the machine's
 //!   cores, the machine is.
+//! - For each phase, the broker's demand on its core at the CPU per message it took in that run
+//!   (the host's speed moves within minutes, so the ceiling run, in another minute, is not the
+//!   broker's saturation at the phase's time) and the share of its runnable time it waited for a
+//!   CPU; at the end, the demand of the runs that lost nothing and of those that lost changes.
 //!
 //! Results and how to read them: BENCHMARKS.md.
 
@@ -234,7 +238,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             println!(
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
-                 harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}",
+                 harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}, \
+                 broker demand {:.3} of its core (saturated at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time",
                 run + 1,
                 r.injected,
                 r.achieved_rate,
@@ -254,7 +259,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.steal,
                 r.bridge_cores(),
                 r.broker_cores(),
-                r.harness_cores()
+                r.harness_cores(),
+                r.broker_demand(),
+                r.broker_saturation_rate(),
+                r.broker_wait_share() * 100.0
             );
             if rig.command_topic.is_some() {
                 println!("  commands during the run: round trip {}", t.summary());
@@ -330,6 +338,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
             "  cores needed, all     {} of {cores}",
             fmt_spread(&f(|r| r.bridge_cores() + r.broker_cores() + r.harness_cores()), 2)
         );
+        println!("  broker demand, cores  {}", fmt_spread(&f(PhaseResult::broker_demand), 3));
+        println!("  broker saturated at/s {}", fmt_spread(&f(PhaseResult::broker_saturation_rate), 0));
+        println!(
+            "  broker waiting for CPU {} % of its runnable time",
+            fmt_spread(&f(|r| r.broker_wait_share() * 100.0), 1)
+        );
         println!(
             "  ratio broker µs/msg ÷ bridge µs/event {}",
             fmt_spread(&f(|r| r.broker_us_per_message() / r.bridge_us_per_event()), 2)
@@ -338,6 +352,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
             println!("  commands, round trip  {} over the {} runs", trips.summary(), runs.len());
         }
     }
+    println!(
+        "loss against the broker's saturation: {}",
+        phase::loss_against_saturation(&results.iter().flatten().collect::<Vec<_>>())
+    );
     if !ceilings.is_empty() {
         println!("broker ceiling ({size} B, QoS 1, retained, one publisher → one subscriber):");
         println!("  msg/s                 {}", fmt_spread(&ceilings.iter().map(|c| c.rate).collect::<Vec<_>>(), 0));

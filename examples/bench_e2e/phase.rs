@@ -73,6 +73,8 @@ pub struct PhaseResult {
     /// This process's CPU: the simulator, the injector and the subscriber, all of which share the
     /// machine's cores with the bridge and the broker.
     pub harness_cpu: Duration,
+    /// The broker's time runnable but waiting for a CPU over the phase ([`support::run_queue_wait`]).
+    pub broker_wait: Duration,
     pub messages: usize,
     pub unit_json_bytes: f64,
     pub load: f64,
@@ -111,6 +113,45 @@ impl PhaseResult {
     fn core_share(&self, cpu: Duration) -> f64 {
         cpu.as_secs_f64() * self.achieved_rate / self.injected.max(1) as f64
     }
+    /// The share of its one core the broker would need to pass on every change of this rate, at
+    /// the CPU per message it took in this run: its CPU per message × the messages each change
+    /// that got through made (a lost change made none, so per injected change would read low
+    /// in a run that lost some) × the rate. Above 1.0 mosquitto cannot keep up, whatever the
+    /// bridge does: this is its saturation in the run's own minute, on the pipeline's own
+    /// messages, where the ceiling run measures it with a plain publisher in another minute (and
+    /// the host's speed moves within minutes).
+    pub fn broker_demand(&self) -> f64 {
+        let per_change = self.messages as f64 / self.received.max(1) as f64;
+        self.broker_us_per_message() * per_change * self.achieved_rate / 1e6
+    }
+    /// Of the time the broker was runnable (running or waiting for a CPU), the share it waited:
+    /// near 0 it ran whenever it had work, so a loss beside it is the broker's own speed; a large
+    /// share means the machine's cores, taken by the others, held it back.
+    pub fn broker_wait_share(&self) -> f64 {
+        let wait = self.broker_wait.as_secs_f64();
+        wait / (wait + self.broker_cpu.as_secs_f64()).max(f64::MIN_POSITIVE)
+    }
+    /// The rate of changes at which the broker's thread would be saturated in this run
+    /// ([`PhaseResult::broker_demand`] = 1.0).
+    pub fn broker_saturation_rate(&self) -> f64 {
+        self.achieved_rate / self.broker_demand()
+    }
+}
+
+/// Loss against the broker's saturation, over every run of the set: the range of
+/// [`PhaseResult::broker_demand`] of the runs that lost nothing and of those that lost changes.
+/// "Zero loss up to mosquitto's saturation" holds where every run that lost changes asked the
+/// broker for its whole core, and every run that asked for less lost nothing.
+pub fn loss_against_saturation(runs: &[&PhaseResult]) -> String {
+    let part = |lossy: bool, what: &str| {
+        let d: Vec<f64> = runs.iter().filter(|r| (r.lost > 0) == lossy).map(|r| r.broker_demand()).collect();
+        let (lo, hi) = d.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        match d.len() {
+            0 => format!("{what} in no run"),
+            n => format!("{what} in {n} at {lo:.3}–{hi:.3} of the broker's core"),
+        }
+    };
+    format!("{}; {}", part(false, "no loss"), part(true, "loss"))
 }
 
 /// One phase: `rate` changes per second for `seconds`, then up to 10 s for the last ones to
@@ -124,6 +165,7 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     let steal0 = support::steal_ticks();
     let from = rig.recorder.len();
     let (bridge0, broker0) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let broker_wait0 = support::run_queue_wait(rig.broker.pid());
     let harness0 = cpu_time(std::process::id());
 
     let shared = rig.sim.shared().clone();
@@ -181,6 +223,7 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
+    let broker_wait = support::run_queue_wait(rig.broker.pid()).saturating_sub(broker_wait0);
     let harness1 = cpu_time(std::process::id());
     let steal = support::steal_percent(steal0, support::steal_ticks());
     let mut latencies: Vec<f64> = arrived
@@ -205,6 +248,7 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
         bridge_cpu: bridge1.saturating_sub(bridge0),
         broker_cpu: broker1.saturating_sub(broker0),
         harness_cpu: harness1.saturating_sub(harness0),
+        broker_wait,
         messages,
         unit_json_bytes: if json_count > 0 { json_bytes as f64 / json_count as f64 } else { f64::NAN },
         load,

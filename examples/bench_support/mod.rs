@@ -300,6 +300,20 @@ pub fn cpu_time(pid: u32) -> Duration {
     Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64)
 }
 
+/// Time a process's threads have spent runnable but waiting for a CPU so far (the second field
+/// of `/proc/<pid>/task/<tid>/schedstat`, summed over its threads; threads that have ended are
+/// not counted). Beside its CPU time it tells a process too slow for its load from one the
+/// machine did not run when it could have.
+pub fn run_queue_wait(pid: u32) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Duration::ZERO };
+    let ns: u64 = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(ns)
+}
+
 fn clock_ticks() -> u64 {
     static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TICKS.get_or_init(|| {
