@@ -32,6 +32,8 @@
 //!   (the host's speed moves within minutes, so the ceiling run, in another minute, is not the
 //!   broker's saturation at the phase's time) and the share of its runnable time it waited for a
 //!   CPU; at the end, the demand of the runs that lost nothing and of those that lost changes.
+//!   `--broker-cpu N` gives the broker CPU `N` to itself, so it does not wait behind the
+//!   simulator, the subscriber and the bridge.
 //!
 //! Results and how to read them: BENCHMARKS.md.
 
@@ -88,6 +90,11 @@ struct Args {
     /// the CPU the bridge and the broker need; the figures before 2026-11-22 11:20 used it).
     #[arg(long, value_enum, default_value_t = Pacing::Sleep)]
     pacing: Pacing,
+    /// Give mosquitto this CPU to itself: the broker runs on it alone, and the simulator, the
+    /// subscriber and the bridge on the others (`taskset`). Unset, the scheduler places them all,
+    /// and on a machine of few cores the broker waits for a CPU beside the others.
+    #[arg(long)]
+    broker_cpu: Option<usize>,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
@@ -98,6 +105,9 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let args = Args::parse();
+    if let Some(cpu) = args.broker_cpu {
+        support::confine_to_other_cpus(cpu)?;
+    }
     support::block_on(args.timeout, run(args))
 }
 
@@ -155,6 +165,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("machine: {}", support::machine());
     println!("injector pacing: {:?}", args.pacing);
     println!("broker: {}", Broker::version());
+    match args.broker_cpu {
+        Some(cpu) => {
+            println!("CPUs: the broker alone on CPU {cpu}, the simulator, subscriber and bridge on the others")
+        }
+        None => println!("CPUs: as the scheduler places them"),
+    }
     let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
     println!("1-minute load at start: {load:.2}");
 
@@ -174,7 +190,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         })
         .collect();
     let sim = Simulator::start_local(SimConfig::new(site)).await?;
-    let broker = Broker::start();
+    let broker = Broker::start_on(args.broker_cpu);
     let base = Instant::now();
     let (recorder, subscriber) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
     let yaml = support::bridge_config(&sim, &broker, true);
@@ -239,7 +255,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
                  harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}, \
-                 broker demand {:.3} of its core (saturated at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time",
+                 broker demand {:.3} of its core (saturated at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time, the bridge {:.1} %",
                 run + 1,
                 r.injected,
                 r.achieved_rate,
@@ -262,7 +278,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.harness_cores(),
                 r.broker_demand(),
                 r.broker_saturation_rate(),
-                r.broker_wait_share() * 100.0
+                r.broker_wait_share() * 100.0,
+                r.bridge_wait_share() * 100.0
             );
             if rig.command_topic.is_some() {
                 println!("  commands during the run: round trip {}", t.summary());
@@ -315,7 +332,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     println!();
     println!("## Summary (min / median / max over {} runs)", args.runs);
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let cores = support::machine_cpus();
     for (runs, trips) in results.iter().zip(&loaded_trips) {
         let f = |g: fn(&PhaseResult) -> f64| runs.iter().map(g).collect::<Vec<_>>();
         println!("rate {:.0}/s:", runs[0].rate);
@@ -343,6 +360,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!(
             "  broker waiting for CPU {} % of its runnable time",
             fmt_spread(&f(|r| r.broker_wait_share() * 100.0), 1)
+        );
+        println!(
+            "  bridge waiting for CPU {} % of its runnable time",
+            fmt_spread(&f(|r| r.bridge_wait_share() * 100.0), 1)
         );
         println!(
             "  ratio broker µs/msg ÷ bridge µs/event {}",

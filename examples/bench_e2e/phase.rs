@@ -75,6 +75,8 @@ pub struct PhaseResult {
     pub harness_cpu: Duration,
     /// The broker's time runnable but waiting for a CPU over the phase ([`support::run_queue_wait`]).
     pub broker_wait: Duration,
+    /// The bridge's, summed over its threads.
+    pub bridge_wait: Duration,
     pub messages: usize,
     pub unit_json_bytes: f64,
     pub load: f64,
@@ -128,14 +130,23 @@ impl PhaseResult {
     /// near 0 it ran whenever it had work, so a loss beside it is the broker's own speed; a large
     /// share means the machine's cores, taken by the others, held it back.
     pub fn broker_wait_share(&self) -> f64 {
-        let wait = self.broker_wait.as_secs_f64();
-        wait / (wait + self.broker_cpu.as_secs_f64()).max(f64::MIN_POSITIVE)
+        wait_share(self.broker_wait, self.broker_cpu)
+    }
+    /// The same for the bridge: where it is large, the bridge was held back by the machine.
+    pub fn bridge_wait_share(&self) -> f64 {
+        wait_share(self.bridge_wait, self.bridge_cpu)
     }
     /// The rate of changes at which the broker's thread would be saturated in this run
     /// ([`PhaseResult::broker_demand`] = 1.0).
     pub fn broker_saturation_rate(&self) -> f64 {
         self.achieved_rate / self.broker_demand()
     }
+}
+
+/// Of a process's runnable time (its CPU time and its wait for a CPU), the share it waited.
+fn wait_share(wait: Duration, cpu: Duration) -> f64 {
+    let wait = wait.as_secs_f64();
+    wait / (wait + cpu.as_secs_f64()).max(f64::MIN_POSITIVE)
 }
 
 /// Loss against the broker's saturation, over every run of the set: the range of
@@ -165,7 +176,8 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     let steal0 = support::steal_ticks();
     let from = rig.recorder.len();
     let (bridge0, broker0) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
-    let broker_wait0 = support::run_queue_wait(rig.broker.pid());
+    let (broker_wait0, bridge_wait0) =
+        (support::run_queue_wait(rig.broker.pid()), support::run_queue_wait(rig.bridge.pid()));
     let harness0 = cpu_time(std::process::id());
 
     let shared = rig.sim.shared().clone();
@@ -224,6 +236,7 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     };
     let (bridge1, broker1) = (cpu_time(rig.bridge.pid()), cpu_time(rig.broker.pid()));
     let broker_wait = support::run_queue_wait(rig.broker.pid()).saturating_sub(broker_wait0);
+    let bridge_wait = support::run_queue_wait(rig.bridge.pid()).saturating_sub(bridge_wait0);
     let harness1 = cpu_time(std::process::id());
     let steal = support::steal_percent(steal0, support::steal_ticks());
     let mut latencies: Vec<f64> = arrived
@@ -249,6 +262,7 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
         broker_cpu: broker1.saturating_sub(broker0),
         harness_cpu: harness1.saturating_sub(harness0),
         broker_wait,
+        bridge_wait,
         messages,
         unit_json_bytes: if json_count > 0 { json_bytes as f64 / json_count as f64 } else { f64::NAN },
         load,

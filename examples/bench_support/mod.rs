@@ -90,6 +90,13 @@ impl Broker {
     /// messages and TCP_NODELAY (so that Nagle's algorithm in the broker does not add to the
     /// latencies measured through it).
     pub fn start() -> Broker {
+        Broker::start_on(None)
+    }
+
+    /// [`Broker::start`], on CPU `cpu` alone when one is given (through `taskset`, which runs
+    /// mosquitto in its own process, so its pid is the broker's). With
+    /// [`confine_to_other_cpus`] the broker then has a core of its own.
+    pub fn start_on(cpu: Option<usize>) -> Broker {
         let bin = ["/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/usr/bin/mosquitto"]
             .iter()
             .map(PathBuf::from)
@@ -107,7 +114,15 @@ impl Broker {
         )
         .expect("write mosquitto.conf");
         let log = std::fs::File::create(dir.path().join("mosquitto.log")).expect("log file");
-        let mut child = Command::new(&bin)
+        let mut command = match cpu {
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.arg("-c").arg(cpu.to_string()).arg(&bin);
+                c
+            }
+            None => Command::new(&bin),
+        };
+        let mut child = command
             .arg("-c")
             .arg(&conf)
             .stdin(Stdio::null())
@@ -289,6 +304,24 @@ pub fn bridge_config(sim: &casambi2mqtt::sim::Simulator, broker: &Broker, attrib
     .join("\n")
 }
 
+/// Keeps this process, and the processes and threads it starts from now on, off CPU `cpu`, so
+/// that a broker started on it ([`Broker::start_on`]) has that core to itself. Call it first
+/// thing, before any thread is started: `taskset -p` sets the calling thread's affinity, which
+/// the threads and children started later inherit.
+pub fn confine_to_other_cpus(cpu: usize) -> anyhow::Result<()> {
+    let cpus = machine_cpus();
+    anyhow::ensure!(cpu < cpus, "--broker-cpu {cpu}: this machine has CPUs 0 to {}", cpus - 1);
+    anyhow::ensure!(cpus >= 2, "--broker-cpu needs 2 CPUs or more: this machine has {cpus}");
+    let others: Vec<String> = (0..cpus).filter(|c| *c != cpu).map(|c| c.to_string()).collect();
+    let status = Command::new("taskset")
+        .args(["-p", "-c", &others.join(","), &std::process::id().to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| anyhow::anyhow!("--broker-cpu needs `taskset` (util-linux): {e}"))?;
+    anyhow::ensure!(status.success(), "taskset could not keep this process off CPU {cpu}: {status}");
+    Ok(())
+}
+
 /// CPU time (user + system) of a process so far, from `/proc/<pid>/stat`.
 pub fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -386,8 +419,19 @@ pub fn machine() -> String {
             m.lines().find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
         })
         .map_or("?".into(), |kb| format!("{:.1} GiB", kb / 1024.0 / 1024.0));
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cores} cores ({model}), {mem} RAM")
+    format!("{} cores ({model}), {mem} RAM", machine_cpus())
+}
+
+/// The machine's online CPUs, whatever this process's affinity (`available_parallelism` counts
+/// only the CPUs this process may run on, one fewer with `--broker-cpu`): the `cpuN` lines of
+/// `/proc/stat`.
+pub fn machine_cpus() -> usize {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let n = stat
+        .lines()
+        .filter(|l| l.strip_prefix("cpu").is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit())))
+        .count();
+    if n > 0 { n } else { std::thread::available_parallelism().map_or(1, usize::from) }
 }
 
 // ---------------------------------------------------------------------------------------------
