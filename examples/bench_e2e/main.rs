@@ -255,7 +255,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
                  harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}, \
-                 broker demand {:.3} of its core (saturated at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time, the bridge {:.1} %",
+                 broker demand {:.3} of its core (saturating at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time, the bridge {:.1} %",
                 run + 1,
                 r.injected,
                 r.achieved_rate,
@@ -356,7 +356,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             fmt_spread(&f(|r| r.bridge_cores() + r.broker_cores() + r.harness_cores()), 2)
         );
         println!("  broker demand, cores  {}", fmt_spread(&f(PhaseResult::broker_demand), 3));
-        println!("  broker saturated at/s {}", fmt_spread(&f(PhaseResult::broker_saturation_rate), 0));
+        println!("  broker saturates at/s {}", fmt_spread(&f(PhaseResult::broker_saturation_rate), 0));
         println!(
             "  broker waiting for CPU {} % of its runnable time",
             fmt_spread(&f(|r| r.broker_wait_share() * 100.0), 1)
