@@ -156,7 +156,7 @@ fn wait_share(wait: Duration, cpu: Duration) -> f64 {
 pub fn loss_against_saturation(runs: &[&PhaseResult]) -> String {
     let part = |lossy: bool, what: &str| {
         let d: Vec<f64> = runs.iter().filter(|r| (r.lost > 0) == lossy).map(|r| r.broker_demand()).collect();
-        let (lo, hi) = d.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let (lo, _, hi) = support::spread(&d);
         match d.len() {
             0 => format!("{what} in no run"),
             n => format!("{what} in {n} at {lo:.3}–{hi:.3} of the broker's core"),
