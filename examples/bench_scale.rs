@@ -23,7 +23,6 @@
 #[path = "bench_support/mod.rs"]
 mod support;
 
-use anyhow::Context;
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use clap::Parser;
@@ -235,7 +234,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let rss_idle = status_mib(bridge.pid(), "VmHWM");
 
     // What the broker retained: a fresh subscriber gets every retained topic once.
-    let (retained_rec, retained_client) =
+    let (retained_rec, retained_sub) =
         support::subscribe(broker.port, "bench-scale-retained", &["#"], Instant::now()).await;
     retained_rec.settle(Duration::from_secs(2), Duration::from_secs(60)).await;
     let retained_topics: HashSet<String> =
@@ -244,7 +243,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     // (every one of the 400,000 messages delivered a second time), which is what `--subscriber
     // all` measures, not a restart.
     drop(retained_rec);
-    retained_client.disconnect().await.context("disconnecting the retained check's subscriber")?;
+    drop(retained_sub);
     let live_topics: HashSet<&str> = all.iter().filter(|m| !m.payload.is_empty()).map(|m| m.topic.as_str()).collect();
     let missing: Vec<&&str> =
         live_topics.iter().filter(|t| !retained_topics.contains(**t) && !t.ends_with("/error")).take(5).collect();
@@ -332,9 +331,7 @@ async fn wait_startup(
     let (mut unit_json, mut configs, mut network_json) = (HashSet::new(), HashSet::new(), HashSet::new());
     let mut scanned = from;
     loop {
-        let new = recorder.since(scanned);
-        scanned += new.len();
-        for m in &new {
+        scanned = recorder.scan(scanned, |m| {
             let parts: Vec<&str> = m.topic.split('/').collect();
             match parts.as_slice() {
                 ["casambi", _, "unit", _] => {
@@ -348,7 +345,7 @@ async fn wait_startup(
                 }
                 _ => {}
             }
-        }
+        });
         let done =
             unit_json.len() >= total_units && configs.len() > total_units + networks && network_json.len() >= networks;
         if done && recorder.quiet_for().is_some_and(|q| q >= Duration::from_secs(3)) {

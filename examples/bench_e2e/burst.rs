@@ -25,14 +25,16 @@ pub async fn activate(rig: &Rig, network: &str, units: usize, level: f64) -> any
     let mut scanned = from;
     let deadline = Instant::now() + Duration::from_secs(5);
     while seen.len() < units && Instant::now() < deadline {
-        let new = rig.recorder.since(scanned);
-        scanned += new.len();
-        for m in new.iter().filter(|m| m.topic.starts_with(&prefix) && is_unit_json(&m.topic)) {
-            if dimmer(&m.payload).is_some_and(|v| (v - expected).abs() < 1e-9) && seen.insert(m.topic.clone()) {
+        scanned = rig.recorder.scan(scanned, |m| {
+            if m.topic.starts_with(&prefix)
+                && is_unit_json(&m.topic)
+                && dimmer(&m.payload).is_some_and(|v| (v - expected).abs() < 1e-9)
+                && seen.insert(m.topic.clone())
+            {
                 first.get_or_insert(m.at);
                 last = m.at;
             }
-        }
+        });
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     anyhow::ensure!(seen.len() == units, "only {} of {units} units arrived within 5 s", seen.len());

@@ -66,12 +66,15 @@ pub async fn round_trips(
             .await?;
         let deadline = Instant::now() + Duration::from_secs(2);
         let arrived = loop {
-            // Only what arrived since the last look: each message is copied and read once.
-            let new = recorder.since(scanned);
-            scanned += new.len();
-            let hit = new.into_iter().find(|m| m.topic == state_topic && brightness(&m.payload) == Some(level as u64));
-            if let Some(m) = hit {
-                break Some(m.at);
+            // Only what arrived since the last look: each message is read once.
+            let mut hit = None;
+            scanned = recorder.scan(scanned, |m| {
+                if hit.is_none() && m.topic == state_topic && brightness(&m.payload) == Some(level as u64) {
+                    hit = Some(m.at);
+                }
+            });
+            if hit.is_some() {
+                break hit;
             }
             if Instant::now() >= deadline {
                 break None;

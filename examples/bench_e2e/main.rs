@@ -192,7 +192,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let sim = Simulator::start_local(SimConfig::new(site)).await?;
     let broker = Broker::start_on(args.broker_cpu);
     let base = Instant::now();
-    let (recorder, subscriber) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
+    let (recorder, _subscriber) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
+    let commander = support::publisher(broker.port, "bench-e2e-commands");
     let yaml = support::bridge_config(&sim, &broker, true);
     let bridge = BridgeProcess::start(&yaml);
     println!("site: {} networks, {units} units; {} Dimmer+CCT luminaires driven", args.site, targets.len());
@@ -245,7 +246,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         for run in 0..args.runs {
             let under_load = async {
                 match &rig.command_topic {
-                    Some(topic) => commands::round_trips(&subscriber, &rig.recorder, topic, args.commands, gap).await,
+                    Some(topic) => commands::round_trips(&commander, &rig.recorder, topic, args.commands, gap).await,
                     None => Ok(commands::RoundTrips::default()),
                 }
             };
@@ -315,7 +316,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     let mut quiet_trips = None;
     if let Some(topic) = &rig.command_topic {
-        let trips = commands::round_trips(&subscriber, &rig.recorder, topic, args.commands, gap).await?;
+        let trips = commands::round_trips(&commander, &rig.recorder, topic, args.commands, gap).await?;
         anyhow::ensure!(trips.missed.is_empty(), "commands {:?}: no state within 2 s on a quiet bridge", trips.missed);
         quiet_trips = Some(trips);
         rig.recorder.settle(Duration::from_secs(2), Duration::from_secs(30)).await;
@@ -480,12 +481,12 @@ async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling
     let mut last = start;
     let mut scanned = from;
     while received < count && Instant::now() < deadline {
-        let new = rig.recorder.since(scanned);
-        scanned += new.len();
-        for m in new.iter().filter(|m| m.topic.starts_with("bench/ceiling/")) {
-            received += 1;
-            last = m.at;
-        }
+        scanned = rig.recorder.scan(scanned, |m| {
+            if m.topic.starts_with("bench/ceiling/") {
+                received += 1;
+                last = m.at;
+            }
+        });
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (broker1, harness1) = (cpu_time(rig.broker.pid()), cpu_time(std::process::id()));

@@ -7,14 +7,18 @@
 //! `/proc/<pid>/` without the simulator's, the driver's or the subscriber's share.
 #![allow(dead_code)]
 
-use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+
+mod subscriber;
+// Each example uses a part of these, as of the rest of this module (`dead_code` above).
+#[allow(unused_imports)]
+pub use subscriber::{Received, Recorder, Subscriber, publisher, subscribe};
 
 /// The allocator of the `casambi2mqtt` binary and its options (src/main.rs), so the bridge child
 /// measures what the product runs.
@@ -432,107 +436,6 @@ pub fn machine_cpus() -> usize {
         .filter(|l| l.strip_prefix("cpu").is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit())))
         .count();
     if n > 0 { n } else { std::thread::available_parallelism().map_or(1, usize::from) }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Subscriber
-// ---------------------------------------------------------------------------------------------
-
-/// One message as received.
-#[derive(Debug, Clone)]
-pub struct Received {
-    /// When it arrived (since [`Recorder::base`]).
-    pub at: Duration,
-    pub topic: String,
-    pub payload: Vec<u8>,
-    pub retain: bool,
-}
-
-/// Everything the subscriber received, in order.
-pub struct Recorder {
-    pub base: Instant,
-    pub messages: Mutex<Vec<Received>>,
-}
-
-impl Recorder {
-    /// Messages received so far.
-    pub fn len(&self) -> usize {
-        self.messages.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    /// A copy of the messages from index `from` on.
-    pub fn since(&self, from: usize) -> Vec<Received> {
-        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
-        m.get(from..).map(<[Received]>::to_vec).unwrap_or_default()
-    }
-
-    /// Time since the last message (`None` before the first).
-    pub fn quiet_for(&self) -> Option<Duration> {
-        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
-        m.last().map(|r| self.base.elapsed().saturating_sub(r.at))
-    }
-
-    /// Waits until nothing arrived for `quiet` (at most `max`).
-    pub async fn settle(&self, quiet: Duration, max: Duration) {
-        let deadline = Instant::now() + max;
-        while Instant::now() < deadline {
-            if self.quiet_for().is_some_and(|q| q >= quiet) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-/// Subscribes to `filters` at QoS 1 on `port` and records everything; returns once subscribed.
-pub async fn subscribe(port: u16, id: &str, filters: &[&str], base: Instant) -> (Arc<Recorder>, AsyncClient) {
-    let mut o = MqttOptions::new(id, "127.0.0.1", port);
-    o.set_max_packet_size(1024 * 1024, 1024 * 1024);
-    o.set_keep_alive(Duration::from_secs(30));
-    let mut net = rumqttc::NetworkOptions::new();
-    net.set_tcp_nodelay(true);
-    let (client, mut eventloop) = AsyncClient::new(o, 1024);
-    eventloop.set_network_options(net);
-    let recorder = Arc::new(Recorder { base, messages: Mutex::new(Vec::with_capacity(1 << 20)) });
-    let (subscribed_tx, subscribed_rx) = tokio::sync::oneshot::channel();
-    let filters: Vec<String> = filters.iter().map(|f| f.to_string()).collect();
-    let (c, r) = (client.clone(), recorder.clone());
-    tokio::spawn(async move {
-        let mut subscribed_tx = Some(subscribed_tx);
-        loop {
-            match eventloop.poll().await {
-                Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                    for f in &filters {
-                        let _ = c.subscribe(f.clone(), QoS::AtLeastOnce).await;
-                    }
-                }
-                Ok(Event::Incoming(Packet::SubAck(_))) => {
-                    if let Some(t) = subscribed_tx.take() {
-                        let _ = t.send(());
-                    }
-                }
-                Ok(Event::Incoming(Packet::Publish(p))) => {
-                    let at = r.base.elapsed();
-                    let msg = Received { at, topic: p.topic, payload: p.payload.to_vec(), retain: p.retain };
-                    r.messages.lock().unwrap_or_else(|p| p.into_inner()).push(msg);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    // Nobody reads the recordings any more (the run is over): stop.
-                    if Arc::strong_count(&r) == 1 {
-                        break;
-                    }
-                    eprintln!("subscriber: {e}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
-    });
-    tokio::time::timeout(Duration::from_secs(10), subscribed_rx)
-        .await
-        .expect("subscribed in time")
-        .expect("subscriber alive");
-    (recorder, client)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,213 @@
+//! The benchmarks' subscriber, which timestamps every message, and a plain publisher for the
+//! commands they send.
+//!
+//! The subscriber runs on the machine it measures, so it is built to cost little per message: it
+//! reads whatever the broker has sent in one read (up to a few hundred messages under load),
+//! records them under one lock and one timestamp, keeps their payloads in the blocks they were
+//! read into, and answers all their PUBACKs with one write. rumqttc's event loop, used before,
+//! hands each message over as an event with a copied payload and writes PUBACKs ten messages at a
+//! time. With the harness's other changes of the same commit, this took ~8 % off its CPU per event (BENCHMARKS.md, "End to end → A
+//! lighter harness"). The packets are rumqttc's own codec (`Packet::read` / `write`); only the
+//! loop is this file's.
+
+use bytes::BytesMut;
+use rumqttc::{AsyncClient, ConnectReturnCode, MqttOptions, Packet, PubAck, QoS, Subscribe, SubscribeFilter};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Largest packet accepted (a retained device config of a big site is a few KiB).
+const MAX_PACKET: usize = 1024 * 1024;
+/// The block the socket is read into: a burst of messages in a few reads.
+const READ_BYTES: usize = 256 * 1024;
+/// The least room a read is given before a new block is taken.
+const MIN_READ_BYTES: usize = 16 * 1024;
+
+/// One message as received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// When it arrived (since [`Recorder::base`]): when the read that brought it returned.
+    pub at: Duration,
+    pub topic: String,
+    pub payload: bytes::Bytes,
+    pub retain: bool,
+}
+
+/// Everything the subscriber received, in order.
+pub struct Recorder {
+    pub base: Instant,
+    pub messages: Mutex<Vec<Received>>,
+}
+
+impl Recorder {
+    /// Messages received so far.
+    pub fn len(&self) -> usize {
+        self.messages.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// A copy of the messages from index `from` on.
+    pub fn since(&self, from: usize) -> Vec<Received> {
+        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(from..).map(<[Received]>::to_vec).unwrap_or_default()
+    }
+
+    /// Calls `visit` with each message from index `from` on, without copying them (the harness
+    /// reads every message of a phase on the machine it measures); returns the index after the
+    /// last one, where the next scan starts.
+    pub fn scan(&self, from: usize, mut visit: impl FnMut(&Received)) -> usize {
+        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(from..).into_iter().flatten().for_each(&mut visit);
+        m.len().max(from)
+    }
+
+    /// Time since the last message (`None` before the first).
+    pub fn quiet_for(&self) -> Option<Duration> {
+        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        m.last().map(|r| self.base.elapsed().saturating_sub(r.at))
+    }
+
+    /// Waits until nothing arrived for `quiet` (at most `max`).
+    pub async fn settle(&self, quiet: Duration, max: Duration) {
+        let deadline = Instant::now() + max;
+        while Instant::now() < deadline {
+            if self.quiet_for().is_some_and(|q| q >= quiet) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A running subscriber; dropping it closes its connection.
+pub struct Subscriber {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Subscribes to `filters` at QoS 1 on `port` and records everything; returns once subscribed.
+pub async fn subscribe(port: u16, id: &str, filters: &[&str], base: Instant) -> (Arc<Recorder>, Subscriber) {
+    let recorder = Arc::new(Recorder { base, messages: Mutex::new(Vec::with_capacity(1 << 20)) });
+    let (socket, buffer) = tokio::time::timeout(Duration::from_secs(10), connect(port, id, filters))
+        .await
+        .unwrap_or_else(|_| Err(format!("subscriber {id}: not subscribed within 10 s")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let task = tokio::spawn(record(socket, buffer, recorder.clone()));
+    (recorder, Subscriber { task })
+}
+
+/// Connects (clean session, keep-alive off: the subscriber may be quiet for minutes between
+/// phases) and subscribes; returns the socket and whatever followed the SUBACK in its read.
+async fn connect(port: u16, id: &str, filters: &[&str]) -> Result<(TcpStream, BytesMut), String> {
+    let mut socket =
+        TcpStream::connect(("127.0.0.1", port)).await.map_err(|e| format!("connecting to the broker: {e}"))?;
+    socket.set_nodelay(true).map_err(|e| e.to_string())?;
+    let mut connect = rumqttc::Connect::new(id);
+    connect.keep_alive = 0;
+    let mut subscribe =
+        Subscribe::new_many(filters.iter().map(|f| SubscribeFilter::new(f.to_string(), QoS::AtLeastOnce)));
+    subscribe.pkid = 1;
+    let mut out = BytesMut::new();
+    for packet in [Packet::Connect(connect), Packet::Subscribe(subscribe)] {
+        packet.write(&mut out, MAX_PACKET).map_err(|e| format!("encoding {packet:?}: {e}"))?;
+    }
+    socket.write_all(&out).await.map_err(|e| format!("writing CONNECT: {e}"))?;
+    let mut buffer = BytesMut::with_capacity(READ_BYTES);
+    loop {
+        match next_packet(&mut socket, &mut buffer).await? {
+            Packet::ConnAck(ack) if ack.code != ConnectReturnCode::Success => {
+                return Err(format!("the broker refused the subscriber: {:?}", ack.code));
+            }
+            Packet::SubAck(_) => return Ok((socket, buffer)),
+            _ => {}
+        }
+    }
+}
+
+/// The next whole packet, reading more as needed.
+async fn next_packet(socket: &mut TcpStream, buffer: &mut BytesMut) -> Result<Packet, String> {
+    loop {
+        match Packet::read(buffer, MAX_PACKET) {
+            Ok(packet) => return Ok(packet),
+            Err(rumqttc::Error::InsufficientBytes(_)) => fill(socket, buffer).await?,
+            Err(e) => return Err(format!("a malformed packet from the broker: {e}")),
+        }
+    }
+}
+
+/// Reads what the socket has (at least one byte) into `buffer`.
+///
+/// A new block is taken only when the current one is nearly full: the recorded payloads share
+/// the blocks they were read into, so a block taken for every read would be held mostly empty.
+async fn fill(socket: &mut TcpStream, buffer: &mut BytesMut) -> Result<(), String> {
+    if buffer.capacity() - buffer.len() < MIN_READ_BYTES {
+        buffer.reserve(READ_BYTES);
+    }
+    match socket.read_buf(buffer).await {
+        Ok(0) => Err("the broker closed the connection".into()),
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("reading from the broker: {e}")),
+    }
+}
+
+/// The subscriber's loop: every read's messages recorded under one lock and one timestamp, their
+/// PUBACKs sent in one write.
+async fn record(mut socket: TcpStream, mut buffer: BytesMut, recorder: Arc<Recorder>) {
+    let mut acks = BytesMut::new();
+    let mut batch = Vec::new();
+    loop {
+        let at = recorder.base.elapsed();
+        loop {
+            match Packet::read(&mut buffer, MAX_PACKET) {
+                Ok(Packet::Publish(p)) => {
+                    if p.qos != QoS::AtMostOnce {
+                        // A PUBACK of 4 bytes cannot fail to encode.
+                        let _ = PubAck::new(p.pkid).write(&mut acks);
+                    }
+                    batch.push(Received { at, topic: p.topic, payload: p.payload, retain: p.retain });
+                }
+                Ok(_) => {}
+                Err(rumqttc::Error::InsufficientBytes(_)) => break,
+                Err(e) => return eprintln!("subscriber: a malformed packet from the broker: {e}"),
+            }
+        }
+        if !batch.is_empty() {
+            recorder.messages.lock().unwrap_or_else(|p| p.into_inner()).append(&mut batch);
+        }
+        if !acks.is_empty() {
+            if let Err(e) = socket.write_all(&acks).await {
+                return eprintln!("subscriber: writing PUBACKs: {e}");
+            }
+            acks.clear();
+        }
+        if let Err(e) = fill(&mut socket, &mut buffer).await {
+            return eprintln!("subscriber: {e}");
+        }
+    }
+}
+
+/// A client that only publishes (the commands), its event loop polled in a task of its own.
+pub fn publisher(port: u16, id: &str) -> AsyncClient {
+    let mut o = MqttOptions::new(id, "127.0.0.1", port);
+    o.set_keep_alive(Duration::from_secs(30));
+    let (client, mut eventloop) = AsyncClient::new(o, 64);
+    tokio::spawn(async move {
+        loop {
+            match eventloop.poll().await {
+                Ok(_) => {}
+                // Every handle dropped: the run is over.
+                Err(rumqttc::ConnectionError::RequestsDone) => break,
+                Err(e) => {
+                    eprintln!("command publisher: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    });
+    client
+}
