@@ -196,6 +196,10 @@ pub fn publisher(port: u16, id: &str) -> AsyncClient {
     let mut o = MqttOptions::new(id, "127.0.0.1", port);
     o.set_keep_alive(Duration::from_secs(30));
     let (client, mut eventloop) = AsyncClient::new(o, 64);
+    // As the commands' client before it (the subscriber's): each command leaves at once.
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    eventloop.set_network_options(net);
     tokio::spawn(async move {
         loop {
             match eventloop.poll().await {
