@@ -123,7 +123,12 @@ async fn connect(port: u16, id: &str, filters: &[&str]) -> Result<(TcpStream, By
             Packet::ConnAck(ack) if ack.code != ConnectReturnCode::Success => {
                 return Err(format!("the broker refused the subscriber: {:?}", ack.code));
             }
-            Packet::SubAck(_) => return Ok((socket, buffer)),
+            Packet::SubAck(ack) => {
+                return match ack.return_codes.iter().position(|c| *c == rumqttc::SubscribeReasonCode::Failure) {
+                    Some(i) => Err(format!("the broker refused the subscription to {:?}", filters.get(i))),
+                    None => Ok((socket, buffer)),
+                };
+            }
             _ => {}
         }
     }
