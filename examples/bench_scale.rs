@@ -237,8 +237,12 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let (retained_rec, retained_sub) =
         support::subscribe(broker.port, "bench-scale-retained", &["#"], Instant::now()).await;
     retained_rec.settle(Duration::from_secs(2), Duration::from_secs(60)).await;
-    let retained_topics: HashSet<String> =
-        retained_rec.since(0).into_iter().filter(|m| m.retain && !m.payload.is_empty()).map(|m| m.topic).collect();
+    let mut retained_topics = HashSet::new();
+    retained_rec.scan(0, |m| {
+        if m.retain && !m.payload.is_empty() {
+            retained_topics.insert(m.topic.clone());
+        }
+    });
     // Gone before a restart: a subscriber left on `#` would double the broker's work during it
     // (every one of the 400,000 messages delivered a second time), which is what `--subscriber
     // all` measures, not a restart.
@@ -281,7 +285,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
         let again = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
         let spawned = again.started.saturating_duration_since(base);
         wait_startup(&recorder, from, networks, total_units, &again).await?;
-        let last = recorder.since(from).last().map_or(Duration::ZERO, |m| m.at);
+        let last = recorder.last_since(from).unwrap_or(Duration::ZERO);
         let cpu = (cpu_time(again.pid()), cpu_time(broker.pid()).saturating_sub(broker_cpu0));
         // The scan for stale topics (`gc`) starts 10 s after the last network loaded and reads
         // all 400,000 retained messages: measure after it.

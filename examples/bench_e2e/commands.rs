@@ -98,9 +98,15 @@ fn brightness(payload: &[u8]) -> Option<u64> {
 /// The unit JSON topic of unit `unit` of the network whose topics start with `prefix`
 /// (`casambi/<net>/unit/`), from what the subscriber has seen.
 pub fn state_topic(recorder: &Recorder, prefix: &str, unit: i64) -> Option<String> {
-    recorder.since(0).into_iter().find_map(|m| {
-        let rest = m.topic.strip_prefix(prefix)?;
-        let id = serde_json::from_slice::<Value>(&m.payload).ok()?.get("id")?.as_i64()?;
-        (!rest.contains('/') && id == unit).then_some(m.topic)
-    })
+    let mut found = None;
+    recorder.scan(0, |m| {
+        if found.is_some() || m.topic.strip_prefix(prefix).is_none_or(|rest| rest.contains('/')) {
+            return;
+        }
+        let id = serde_json::from_slice::<Value>(&m.payload).ok().and_then(|v| v.get("id")?.as_i64());
+        if id == Some(unit) {
+            found = Some(m.topic.clone());
+        }
+    });
+    found
 }

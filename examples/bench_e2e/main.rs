@@ -200,9 +200,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     // Start-up: every unit's JSON published once.
     let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut seen, mut scanned) = (std::collections::HashSet::new(), 0);
     loop {
-        let seen: std::collections::HashSet<String> =
-            recorder.since(0).into_iter().filter(|m| is_unit_json(&m.topic)).map(|m| m.topic).collect();
+        scanned = recorder.scan(scanned, |m| {
+            if is_unit_json(&m.topic) {
+                seen.insert(m.topic.clone());
+            }
+        });
         if seen.len() >= units {
             break;
         }

@@ -61,10 +61,15 @@ impl Recorder {
         m.len().max(from)
     }
 
+    /// When the last message from index `from` on arrived (`None` if none has).
+    pub fn last_since(&self, from: usize) -> Option<Duration> {
+        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(from..)?.last().map(|r| r.at)
+    }
+
     /// Time since the last message (`None` before the first).
     pub fn quiet_for(&self) -> Option<Duration> {
-        let m = self.messages.lock().unwrap_or_else(|p| p.into_inner());
-        m.last().map(|r| self.base.elapsed().saturating_sub(r.at))
+        self.last_since(0).map(|at| self.base.elapsed().saturating_sub(at))
     }
 
     /// Waits until nothing arrived for `quiet` (at most `max`).
