@@ -366,8 +366,17 @@ pub struct SnapshotDelta {
 
 /// `true` when the unit's type or controls say it is a switch.
 pub fn is_switch(u: &UnitState) -> bool {
-    u.unit_type.as_deref().is_some_and(|t| t.contains("Switch") || t == "PushButton")
+    u.unit_type.as_deref().is_some_and(is_switch_type)
         || u.controls.as_ref().is_some_and(|c| c.iter().any(|c| matches!(c, Control::Switch(_))))
+}
+
+/// Whether a unit or fixture type names a switch (`…Switch…` or `PushButton`).
+///
+/// Asked of every changed unit, whose type is nearly always a short word (`Luminaire`): a
+/// window scan of its few bytes, where `str::contains` first built a two-way searcher for the
+/// needle (~100 instructions a call, ~1 % of a changed frame; BENCHMARKS.md, "Hot path").
+pub fn is_switch_type(t: &str) -> bool {
+    t == "PushButton" || t.as_bytes().windows(b"Switch".len()).any(|w| w == b"Switch")
 }
 
 /// The occupancy a unit reports: `false` for Presence status `absent`, `true` for any other.
@@ -506,6 +515,16 @@ mod tests {
         let sw = r#"{"id":6,"type":"BatterySwitch","controls":[{"type":"Switch"}]}"#;
         assert_eq!(view.apply_unit(event(sw), false).event, None);
         assert!(matches!(view.apply_unit(event(sw), true).event, Some(UnitEvent::Switch(_))));
+    }
+
+    #[test]
+    fn switch_types_are_any_type_naming_a_switch_and_push_buttons() {
+        for t in ["Switch", "BatterySwitch", "SwitchInput", "WallSwitch2", "PushButton"] {
+            assert!(is_switch_type(t), "{t}");
+        }
+        for t in ["", "Luminaire", "Driver", "Switc", "switch", "PushButtons", "Sensor"] {
+            assert!(!is_switch_type(t), "{t}");
+        }
     }
 
     #[test]

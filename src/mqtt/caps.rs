@@ -4,7 +4,7 @@
 //! says what they are, so Home Assistant gets the right entity (and keeps it) whatever the unit's
 //! current reachability.
 
-use crate::bridge::state::is_switch;
+use crate::bridge::state::{is_switch, is_switch_type};
 use crate::cloud::model::{Control, Fixture, FixtureControlType, UnitState};
 
 /// A unit's capabilities.
@@ -68,18 +68,17 @@ impl Caps {
             }
             c.presence |= f.is_presence_sensor == Some(true);
             c.lux |= f.is_light_sensor == Some(true);
-            c.switch |= f.is_switch == Some(true)
-                || f.fixture_type.as_deref().is_some_and(|t| t.contains("Switch") || t == "PushButton");
+            c.switch |= f.is_switch == Some(true) || f.fixture_type.as_deref().is_some_and(is_switch_type);
             c.luminaire_type |= f.is_luminaire == Some(true);
         }
         c
     }
 
-    /// `Caps::of(unit, fixture).is_light()`, answered at the unit's type when it says luminaire
+    /// `Caps::of(unit, fixture()).is_light()`, answered at the unit's type when it says luminaire
     /// or driver. A group's JSON asks this of every member on each change of one of them, and
-    /// most members answer there.
-    pub fn light_of(unit: &UnitState, fixture: Option<&Fixture>) -> bool {
-        luminaire_type(unit) || Caps::of(unit, fixture).is_light()
+    /// most members answer there, without their fixture being looked up.
+    pub fn light_of<'f>(unit: &UnitState, fixture: impl FnOnce() -> Option<&'f Fixture>) -> bool {
+        luminaire_type(unit) || Caps::of(unit, fixture()).is_light()
     }
 
     /// Whether the unit is a light (gets a `light` entity and an ON/OFF `state`).
@@ -89,14 +88,15 @@ impl Caps {
 
     /// Home Assistant `supported_color_modes`: `xy` (+ `color_temp`) for colour, `color_temp` for
     /// tunable white, `brightness` for dimmers, else `onoff`. `onoff` and `brightness` are never
-    /// combined with anything (HA rejects that).
-    pub fn color_modes(&self) -> Vec<&'static str> {
+    /// combined with anything (HA rejects that). A constant list: the unit JSON asks for it on
+    /// every change of a light.
+    pub fn color_modes(&self) -> &'static [&'static str] {
         match (self.color, self.cct, self.dimmer) {
-            (true, true, _) => vec!["color_temp", "xy"],
-            (true, false, _) => vec!["xy"],
-            (false, true, _) => vec!["color_temp"],
-            (false, false, true) => vec!["brightness"],
-            (false, false, false) => vec!["onoff"],
+            (true, true, _) => &["color_temp", "xy"],
+            (true, false, _) => &["xy"],
+            (false, true, _) => &["color_temp"],
+            (false, false, true) => &["brightness"],
+            (false, false, false) => &["onoff"],
         }
     }
 }
@@ -148,7 +148,7 @@ mod tests {
         let f = fixture(r#"{"id":1002,"controls":[{"type":"dimmer"},{"type":"temperature","min":2700,"max":6500}]}"#);
         let caps = Caps::of(&unit(r#"{"id":1,"online":false}"#), Some(&f));
         assert!(caps.is_light());
-        assert_eq!(caps.color_modes(), vec!["color_temp"]);
+        assert_eq!(caps.color_modes(), ["color_temp"]);
         let sensor = fixture(r#"{"id":2001,"type":"Sensor","controls":[{"type":"presence","readonly":true}]}"#);
         let caps = Caps::of(&unit(r#"{"id":4,"type":"Sensor"}"#), Some(&sensor));
         assert!(caps.presence && !caps.is_light());
@@ -177,7 +177,7 @@ mod tests {
         for u in units.map(unit) {
             for f in &fixtures {
                 let full = Caps::of(&u, f.as_ref()).is_light();
-                assert_eq!(Caps::light_of(&u, f.as_ref()), full, "unit {} with fixture {f:?}", u.id);
+                assert_eq!(Caps::light_of(&u, || f.as_ref()), full, "unit {} with fixture {f:?}", u.id);
                 lights += usize::from(full);
             }
         }

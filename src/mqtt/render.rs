@@ -87,7 +87,9 @@ impl NetMirror {
 
     /// Whether `unit` is a light ([`Caps::light_of`]).
     pub fn is_light(&self, unit: &UnitState) -> bool {
-        Caps::light_of(unit, self.fixture_of(unit))
+        // The fixture is looked up only when the unit's type does not answer: a group's JSON asks
+        // this of every member on each change, and nearly every member is a luminaire.
+        Caps::light_of(unit, || self.fixture_of(unit))
     }
 
     fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {

@@ -28,7 +28,9 @@ where
     D: Deserializer<'de>,
     T: TryFrom<u64> + TryFrom<i64>,
 {
-    Ok(Option::<Lenient<T>>::deserialize(deserializer)?.map(|v| v.0))
+    // One `deserialize_any` that takes `null` too, rather than `Option`'s look for `null` and then
+    // a second call for the number: six of these are read in every `unitChanged` frame.
+    deserializer.deserialize_any(OptIntVisitor(PhantomData))
 }
 
 /// Like [`lenient_int`] for a list of integers (`"activeScenes": [3.0, 4]`); `null` gives an
@@ -146,6 +148,44 @@ where
     }
 }
 
+/// [`IntVisitor`], with `null` as `None`.
+struct OptIntVisitor<T>(PhantomData<T>);
+
+impl<'de, T> Visitor<'de> for OptIntVisitor<T>
+where
+    T: TryFrom<u64> + TryFrom<i64>,
+{
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("null or an integer (possibly written as a float like 3.0)")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
+        lenient_int(deserializer).map(Some)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<T>, E> {
+        IntVisitor(PhantomData).visit_u64(v).map(Some)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<T>, E> {
+        IntVisitor(PhantomData).visit_i64(v).map(Some)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<T>, E> {
+        IntVisitor(PhantomData).visit_f64(v).map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;
@@ -189,5 +229,13 @@ mod tests {
         assert!(parse(r#"{"a":5000000000}"#).is_err());
         assert!(parse(r#"{"a":1e300}"#).is_err());
         assert!(parse(r#"{"a":"3"}"#).is_err());
+        // The optional form rejects the same, and takes `null` and every integer spelling.
+        for bad in [r#"3.5"#, r#""3""#, r#"1e300"#, r#"true"#, r#"[1]"#, r#"{}"#] {
+            assert!(parse(&format!(r#"{{"a":1,"b":{bad}}}"#)).is_err(), "{bad}");
+        }
+        for (good, want) in [("null", None), ("-7", Some(-7)), ("7", Some(7)), ("-7.0", Some(-7)), ("1e3", Some(1000))]
+        {
+            assert_eq!(parse(&format!(r#"{{"a":1,"b":{good}}}"#)).map(|t| t.b).ok(), Some(want), "{good}");
+        }
     }
 }

@@ -52,10 +52,27 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("a control field name")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(match KEY_NAMES.iter().position(|k| *k == v) {
-                    Some(i) => Key::Known(i),
-                    None => Key::Unknown(v.to_owned()),
-                })
+                // A `match` on the name compiles to a dispatch on its length and bytes; a scan of
+                // `KEY_NAMES` compared up to 15 names per key.
+                let k = match v {
+                    "type" => K::Type,
+                    "name" => K::Name,
+                    "value" => K::Value,
+                    "min" => K::Min,
+                    "max" => K::Max,
+                    "level" => K::Level,
+                    "tw" => K::Tw,
+                    "hue" => K::Hue,
+                    "sat" => K::Sat,
+                    "x" => K::X,
+                    "y" => K::Y,
+                    "rgb" => K::Rgb,
+                    "source" => K::Source,
+                    "status" => K::Status,
+                    "label" => K::Label,
+                    _ => return Ok(Key::Unknown(v.to_owned())),
+                };
+                Ok(Key::Known(k as usize))
             }
         }
         deserializer.deserialize_identifier(V)
@@ -420,4 +437,22 @@ pub fn controls_opt<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option
         }
     }
     deserializer.deserialize_any(V)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `match` in `Key`'s visitor and `KEY_NAMES` must name every slot alike: a key read into
+    /// the wrong slot would be written back under another name.
+    #[test]
+    fn every_key_name_reads_into_its_own_slot() {
+        for (i, name) in KEY_NAMES.iter().enumerate() {
+            match serde_json::from_str::<Key>(&format!("\"{name}\"")) {
+                Ok(Key::Known(slot)) => assert_eq!(slot, i, "{name}"),
+                _ => panic!("{name} is not a known key"),
+            }
+        }
+        assert!(matches!(serde_json::from_str::<Key>("\"Value\""), Ok(Key::Unknown(k)) if k == "Value"));
+    }
 }
