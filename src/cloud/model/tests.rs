@@ -547,6 +547,30 @@ fn frames_read_long_integral_floats_exactly() {
 }
 
 #[test]
+fn a_frames_optional_integers_read_null_floats_and_absence() {
+    // The frame reader (sonic-rs) reads these through one visitor that takes `null` as well.
+    let msg = parse_frame(
+        b"{\"wire\":2.0,\"method\":\"unitChanged\",\"id\":7,\"fixtureId\":null,\"groupId\":3.0,\"activeSceneId\":0}",
+    )
+    .unwrap();
+    let ServerMessage::UnitChanged { wire, unit } = msg else { panic!("{msg:?}") };
+    assert_eq!(
+        (wire, unit.id, unit.fixture_id, unit.group_id, unit.active_scene_id, unit.position),
+        (2, 7, None, Some(3), Some(0), None)
+    );
+    // `null` where a required integer belongs is a missing field; a fraction, a string or a
+    // negative id is a malformed frame.
+    assert!(matches!(
+        parse_frame(b"{\"wire\":1,\"method\":\"unitChanged\",\"id\":null}"),
+        Err(FrameError::MissingField { field: "id", .. })
+    ));
+    for bad in ["1.5", "\"7\"", "-7", "true"] {
+        let text = format!("{{\"wire\":1,\"method\":\"unitChanged\",\"id\":{bad}}}");
+        assert!(matches!(parse_frame(text.as_bytes()), Err(FrameError::Json(_))), "{bad}");
+    }
+}
+
+#[test]
 fn a_queued_wire_event_stays_small() {
     // Up to `WIRE_QUEUE` of them wait per network, and tokio keeps every queue block it needed.
     let size = std::mem::size_of::<crate::cloud::channel::WireEvent>();
