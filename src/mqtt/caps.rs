@@ -4,7 +4,7 @@
 //! says what they are, so Home Assistant gets the right entity (and keeps it) whatever the unit's
 //! current reachability.
 
-use crate::bridge::state::{is_switch, is_switch_type};
+use crate::bridge::state::is_switch_type;
 use crate::cloud::model::{Control, Fixture, FixtureControlType, UnitState};
 
 /// A unit's capabilities.
@@ -52,7 +52,8 @@ impl Caps {
                 _ => {}
             }
         }
-        c.switch |= is_switch(unit);
+        // A `Switch` control was seen above; the type is the other half of `is_switch`.
+        c.switch |= unit.unit_type.as_deref().is_some_and(is_switch_type);
         c.luminaire_type = luminaire_type(unit);
         if let Some(f) = fixture {
             for fc in &f.controls {
