@@ -62,6 +62,12 @@ impl<'a> Object<'a> {
         write_value(self.out, value);
     }
 
+    /// Fields already written as JSON text (`"a":1,"b":[2]`, one or more), copied as they are.
+    pub fn raw_fields(&mut self, fields: &str) {
+        self.separate();
+        self.out.extend_from_slice(fields.as_bytes());
+    }
+
     /// The comma before every field but the first.
     #[inline(always)]
     fn separate(&mut self) {

@@ -9,7 +9,8 @@
 //! - [`topics`]: the topic layout and slugs.
 //! - [`caps`], [`unit_json`], [`crate::color`]: what a unit is and the JSON published for it.
 //! - [`discovery`]: HA payloads, one module per platform.
-//! - [`render`]: the wanted retained topics per owner; [`store`]: wanted vs published;
+//! - [`render`]: the wanted retained topics per owner ([`group_cache`]: each group's JSON
+//!   half-made between renders); [`store`]: wanted vs published;
 //!   [`plan`]: what a change of the mirror publishes (pure).
 //! - [`publisher`]: the loop tying it together; [`gc`]: start-up clean-up; [`commands`]: intake.
 
@@ -18,6 +19,7 @@ pub mod client;
 pub mod commands;
 pub mod discovery;
 pub mod gc;
+pub mod group_cache;
 mod owner_map;
 pub mod plan;
 pub mod publisher;

@@ -42,14 +42,15 @@ pub fn unit_ops(
         identity_changed || caps_changed || old.as_deref().is_some_and(|o| o.firmware_version != unit.firmware_version);
     // A group's JSON depends on its members' readings alone: most changes (a colour, a sensor
     // value, a level below another member's) leave every group of the unit as it is.
-    let reading_changed = old.as_deref().zip(old_caps).map(|(o, c)| member_reading(o, c.is_light()))
-        != Some(member_reading(&unit, new_caps.is_light()));
+    let reading = member_reading(&unit, new_caps.is_light());
+    let reading_changed = old.as_deref().zip(old_caps).map(|(o, c)| member_reading(o, c.is_light())) != Some(reading);
     // The store keeps no payloads: the discovery config being replaced is rendered from the
     // mirror before it changes (HA needs it when a component goes away).
     let old_discovery = if device_changed { renderer.unit_discovery(m, id) } else { Vec::new() };
     m.view.units.insert(id, unit);
     if identity_changed {
         m.reslug();
+        m.recache_groups();
         let mut ops = network_ops(renderer, store, m);
         attach_previous(store, &mut ops, &old_discovery);
         return ops;
@@ -64,6 +65,9 @@ pub fn unit_ops(
     };
     if reading_changed || caps_changed {
         for g in m.view.groups.values().filter(|g| g.units.contains(&id)) {
+            if reading_changed {
+                m.group_cache.set_reading(g, id, reading);
+            }
             if !m.stale_groups.contains(&g.id) {
                 m.stale_groups.push(g.id);
             }
@@ -205,6 +209,7 @@ mod tests {
     use crate::mqtt::discovery::Discovery;
     use crate::mqtt::settings::DiscoveryMode;
     use crate::mqtt::topics::Layout;
+    use crate::mqtt::unit_json::GroupJson;
 
     fn unit(json: &str) -> Arc<UnitState> {
         Arc::new(serde_json::from_str(json).unwrap())
@@ -322,7 +327,7 @@ mod tests {
         let config = |ops: &[Op]| {
             ops.iter()
                 .find_map(|op| match op {
-                    Op::Publish { topic, payload, previous } if topic.starts_with("homeassistant/device/") => {
+                    Op::Publish { topic, payload, previous, .. } if topic.starts_with("homeassistant/device/") => {
                         Some((payload.clone(), previous.clone()))
                     }
                     _ => None,
@@ -405,7 +410,48 @@ mod tests {
         ))
     }
 
+    /// Lamp `id` of [`two_groups`] as a `kind` unit named `name`.
+    fn lamp_as(id: u32, level: u8, on: bool, kind: &str, name: &str) -> Arc<UnitState> {
+        unit(&format!(
+            r#"{{"id":{id},"name":"{name}","address":"a{id}","type":"{kind}","online":true,"on":{on},
+            "controls":[{{"type":"Dimmer","value":{}}}]}}"#,
+            f64::from(level) / 4.0
+        ))
+    }
+
     proptest::proptest! {
+        /// Whatever changes a member (its level, its being on, its type and so whether it is a
+        /// light, its name and so the mirror's slugs), the cached group JSON is the one worked
+        /// out from the units again.
+        #[test]
+        fn the_group_cache_follows_every_member_change(
+            changes in proptest::collection::vec(
+                (1u32..=4, 0u8..=4, proptest::bool::ANY, 0usize..3, proptest::bool::ANY),
+                1..12,
+            )
+        ) {
+            let (renderer, mut store, mut m) = two_groups();
+            let mut text = StateText::default();
+            for (id, level, on, kind, renamed) in changes {
+                let kind = ["Luminaire", "Sensor", "Driver"][kind];
+                let name = if renamed { format!("Lamp {id} renamed") } else { format!("Lamp {id}") };
+                let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_as(id, level, on, kind, &name));
+                for op in &ops {
+                    store.sent(op);
+                }
+                for op in stale_group_ops(&renderer, &mut store, &mut m, &mut text) {
+                    store.sent(&op);
+                }
+                for g in m.view.groups.values() {
+                    let fresh = GroupJson::of(g, |u| m.view.units.get(&u).map(|u| member_reading(u, m.caps(u).is_light())));
+                    let (mut want, mut cached) = (Vec::new(), Vec::new());
+                    fresh.write_json(&mut want);
+                    proptest::prop_assert!(m.group_cache.write_json(g, &mut cached), "group {} cached", g.id);
+                    proptest::prop_assert_eq!(String::from_utf8(cached).unwrap(), String::from_utf8(want).unwrap());
+                }
+            }
+        }
+
         /// However member changes fall into batches, each group's JSON is published once per
         /// batch at most, and after every batch the broker holds what a full render of the
         /// mirror gives: batching loses no group change.

@@ -508,7 +508,7 @@ impl Publisher {
             // the payload's print.
             let receipt = Receipt::of(&op);
             let sent = match op {
-                Op::Publish { topic, payload, previous } => {
+                Op::Publish { topic, payload, previous, .. } => {
                     // HA needs a device config with a removed component cut down to its
                     // platform before the config without it.
                     if let (Some(prefix), Some(prev)) = (&device_prefix, &previous)
@@ -584,7 +584,7 @@ fn due(since: Option<Instant>, updates: &mpsc::Receiver<Update>, delay: Duration
 
 /// Publications of every topic in `topics`.
 fn publications(topics: Topics) -> Vec<Op> {
-    topics.into_iter().map(|(topic, payload)| Op::Publish { topic, payload, previous: None }).collect()
+    topics.into_iter().map(|(topic, payload)| Op::publish(topic, payload, None)).collect()
 }
 
 #[cfg(test)]

@@ -8,10 +8,11 @@
 
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
+use super::group_cache::GroupCache;
 use super::state_text::{Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, UnitJson, member_reading, network_json, unit_json};
-use crate::bridge::state::NetworkView;
+use crate::bridge::state::{GroupInfo, NetworkView};
 use crate::cloud::model::{Fixture, UnitState};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -54,6 +55,10 @@ pub struct NetMirror {
     /// rendered once for all the member changes taken in together, not once per member
     /// ([`super::plan::stale_group_ops`]). Kept allocated between batches.
     pub stale_groups: Vec<u32>,
+    /// Each group's members' readings and constant JSON, for its next render: made with the
+    /// mirror and again after a unit's identity changed ([`NetMirror::recache_groups`]), kept up
+    /// to date by [`super::plan::unit_ops`].
+    pub group_cache: GroupCache,
 }
 
 impl NetMirror {
@@ -67,9 +72,21 @@ impl NetMirror {
             group_slugs: Slugs::default(),
             scene_slugs: Slugs::default(),
             stale_groups: Vec::new(),
+            group_cache: GroupCache::default(),
         };
         m.reslug();
+        m.recache_groups();
         m
+    }
+
+    /// Makes the group cache again from the view (a new unit, or one whose identity changed).
+    pub fn recache_groups(&mut self) {
+        self.group_cache = GroupCache::of(&self.view, |u| member_reading(u, self.is_light(u)));
+    }
+
+    /// A group's JSON worked out from the units themselves, without the cache.
+    fn group_json<'g>(&self, g: &'g GroupInfo) -> GroupJson<'g> {
+        GroupJson::of(g, |u| self.view.units.get(&u).map(|unit| member_reading(unit, self.is_light(unit))))
     }
 
     /// Recomputes the unit, group and scene slugs (after names changed).
@@ -420,8 +437,15 @@ impl Renderer {
     pub fn group_text<'m>(&self, m: &'m NetMirror, id: u32, text: &mut StateText) -> Option<&'m str> {
         text.clear();
         let (g, slug) = (m.view.groups.get(&id)?, m.group_slugs.get(&id)?);
-        let json = GroupJson::of(g, |u| m.view.units.get(&u).map(|unit| member_reading(unit, m.is_light(unit))));
-        json.write_json(text.buf());
+        if !m.group_cache.write_json(g, text.buf()) {
+            m.group_json(g).write_json(text.buf());
+        }
+        #[cfg(debug_assertions)]
+        {
+            let mut fresh = Vec::new();
+            m.group_json(g).write_json(&mut fresh);
+            debug_assert_eq!(String::from_utf8_lossy(text.buf()), String::from_utf8_lossy(&fresh), "group {id}");
+        }
         text.end_part(Leaf::State);
         Some(slug)
     }

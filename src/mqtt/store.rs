@@ -39,12 +39,24 @@ pub enum Op {
         payload: String,
         /// The payload last published on the topic, if known.
         previous: Option<String>,
+        /// The topic's fingerprint and the payload's print, taken where the operation was made
+        /// (the store had them at hand): recording the operation then hashes nothing again.
+        /// [`Op::publish`] takes them from the strings.
+        receipt: (u64, u64),
     },
     /// Publish an empty retained payload on `topic` (deletes the retained message).
     Clear {
         /// Topic.
         topic: String,
     },
+}
+
+impl Op {
+    /// A publication of `payload` on `topic`.
+    pub fn publish(topic: String, payload: String, previous: Option<String>) -> Op {
+        let receipt = (fingerprint(&topic), payload_print(&payload));
+        Op::Publish { topic, payload, previous, receipt }
+    }
 }
 
 /// What [`Store::record`] needs of an operation: taken before the operation's strings are handed
@@ -71,9 +83,7 @@ impl Receipt {
     /// The receipt of `op`.
     pub fn of(op: &Op) -> Receipt {
         match op {
-            Op::Publish { topic, payload, .. } => {
-                Receipt::Published { key: fingerprint(topic), payload: payload_print(payload) }
-            }
+            Op::Publish { receipt: (key, payload), .. } => Receipt::Published { key: *key, payload: *payload },
             Op::Clear { topic } => Receipt::Cleared { key: fingerprint(topic), topic: topic.as_str().into() },
         }
     }
@@ -152,10 +162,11 @@ fn note_state(
     }
     *slot = with_print(*slot, new);
     let topic = topic();
+    let key = fingerprint(&topic);
     // An attribute topic's slot is its only record: a changed print is a publication.
-    if slot_level(*slot) != WHOLE || topics.get(&fingerprint(&topic)).map(|t| t.published()) != Some(new) {
+    if slot_level(*slot) != WHOLE || topics.get(&key).map(|t| t.published()) != Some(new) {
         // State topics are never discovery configs, so no `previous` is needed.
-        ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None });
+        ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None, receipt: (key, new) });
     }
 }
 
@@ -194,15 +205,16 @@ impl Store {
         let mut ops = Vec::new();
         for (i, ((topic, payload), slot)) in topics.into_iter().zip(&new.slots).enumerate() {
             let print = print_of(*slot);
+            let key = fingerprint(&topic);
             let last = if slot_level(*slot) == WHOLE {
-                self.published(fingerprint(&topic))
+                self.published(key)
             } else if same_topics {
                 old_slots.get(i).map(|s| print_of(*s))
             } else {
                 old_prints.get(topic.as_str()).copied()
             };
             if last != Some(print) {
-                ops.push(Op::Publish { topic, payload, previous: None });
+                ops.push(Op::Publish { topic, payload, previous: None, receipt: (key, print) });
             }
         }
         for topic in clears {

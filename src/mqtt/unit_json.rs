@@ -349,10 +349,14 @@ pub struct GroupJson<'a> {
 impl<'a> GroupJson<'a> {
     /// The JSON of `group`, whose members read `reading(unit id)` (`None`: not a known unit).
     pub fn of(group: &'a GroupInfo, reading: impl Fn(u32) -> Option<MemberReading>) -> GroupJson<'a> {
+        GroupJson::from_readings(group, group.units.iter().map(|id| reading(*id)))
+    }
+
+    /// The JSON of `group` whose members, in order, read `readings`.
+    pub fn from_readings(group: &'a GroupInfo, readings: impl Iterator<Item = Option<MemberReading>>) -> GroupJson<'a> {
         let mut state: Option<&'static str> = None;
         let mut brightness: Option<u8> = None;
-        for id in &group.units {
-            let Some(m) = reading(*id) else { continue };
+        for m in readings.flatten() {
             match m.state {
                 Some("ON") => state = Some("ON"),
                 Some("OFF") if state.is_none() => state = Some("OFF"),
@@ -376,6 +380,27 @@ impl<'a> GroupJson<'a> {
         o.field("state", &self.state);
         o.close();
     }
+
+    /// [`GroupJson::write_json`] with the fields only a new configuration changes already written
+    /// ([`write_group_fixed`]: the group cache keeps them).
+    pub fn write_with_fixed(&self, fixed: &str, out: &mut Vec<u8>) {
+        let mut o = Object::open(out);
+        o.field("brightness", &self.brightness);
+        o.raw_fields(fixed);
+        o.field("state", &self.state);
+        o.close();
+    }
+}
+
+/// Appends the fields of `group`'s JSON that only a new configuration changes, as JSON text:
+/// `"id":1,"members":[1,2],"name":"Hall"`.
+pub fn write_group_fixed(group: &GroupInfo, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\"id\":");
+    crate::json_object::write_value(out, &group.id);
+    out.extend_from_slice(b",\"members\":");
+    crate::json_object::write_value(out, &group.units);
+    out.extend_from_slice(b",\"name\":");
+    crate::json_object::write_value(out, &group.name);
 }
 
 /// The group JSON as a value (for tests and tools).
@@ -487,17 +512,22 @@ mod tests {
             json.write_json(&mut direct);
             assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&json).unwrap(), "{text}");
         }
-        let group = GroupInfo { id: 2, name: "Hall \"A\"".into(), units: vec![1, 2, 3] };
+        let group = GroupInfo { id: 2, name: "Hall \"A\"\n".into(), units: vec![1, 2, 3] };
         let members = BTreeMap::from([(1, MemberReading { state: Some("ON"), brightness: Some(9) })]);
-        let json = GroupJson::of(&group, |id| members.get(&id).copied());
-        let mut direct = Vec::new();
-        json.write_json(&mut direct);
-        assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&json).unwrap());
         let empty = GroupInfo { id: 5, name: String::new(), units: Vec::new() };
-        let json = GroupJson::of(&empty, |_| None);
-        let mut direct = Vec::new();
-        json.write_json(&mut direct);
-        assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&json).unwrap());
+        for (group, members) in [(&group, members), (&empty, BTreeMap::new())] {
+            let json = GroupJson::of(group, |id| members.get(&id).copied());
+            let serde = serde_json::to_string(&json).unwrap();
+            let mut direct = Vec::new();
+            json.write_json(&mut direct);
+            assert_eq!(String::from_utf8(direct).unwrap(), serde);
+            // The group cache's way: the constant fields written once, then copied.
+            let mut fixed = Vec::new();
+            write_group_fixed(group, &mut fixed);
+            let mut cached = Vec::new();
+            json.write_with_fixed(std::str::from_utf8(&fixed).unwrap(), &mut cached);
+            assert_eq!(String::from_utf8(cached).unwrap(), serde);
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ fn apply(s: &mut Store, ops: &[Op]) {
 }
 
 fn publish(topic: &str, payload: &str) -> Op {
-    Op::Publish { topic: topic.into(), payload: payload.into(), previous: None }
+    Op::publish(topic.into(), payload.into(), None)
 }
 
 fn clear(topic: &str) -> Op {
