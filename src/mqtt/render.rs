@@ -9,7 +9,7 @@
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
 use super::group_cache::GroupCache;
-use super::state_text::{Leaf, StateText};
+use super::state_text::{AVAILABILITY, Leaf, StateText, level_at};
 use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::{GroupInfo, NetworkView};
@@ -335,7 +335,7 @@ impl Renderer {
             json.write_attributes(text);
         }
         let online = unit.online == Some(true) && m.view.status.available();
-        text.push(Leaf::Below("availability"), if online { "online" } else { "offline" });
+        text.push(Leaf::Below(level_at(AVAILABILITY)), if online { "online" } else { "offline" });
         Some(slug)
     }
 

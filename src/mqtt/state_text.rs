@@ -90,8 +90,9 @@ impl StateText {
 pub const LEVEL_COUNT: usize = UNIT_KEYS.len() + 1;
 
 /// The levels below a state topic that the bridge publishes: the unit JSON's keys and
-/// `availability`.
-const LEVELS: [&str; LEVEL_COUNT] = {
+/// `availability`. A `static`, so that every name handed out by [`level_at`] is the same string at
+/// the same address, which [`is_level`] compares first.
+static LEVELS: [&str; LEVEL_COUNT] = {
     let mut all = [""; LEVEL_COUNT];
     let mut i = 0;
     while i < UNIT_KEYS.len() {
@@ -111,6 +112,17 @@ pub fn level_index(level: &str) -> Option<u8> {
 /// The level numbered `index` by [`level_index`].
 pub fn level_at(index: u8) -> &'static str {
     LEVELS.get(usize::from(index)).copied().unwrap_or_default()
+}
+
+/// The level of the availability topic below a unit's state topic.
+pub const AVAILABILITY: u8 = UNIT_KEYS.len() as u8;
+
+/// Whether `name` is the name of the level numbered `index`. The leaves the bridge renders take
+/// their names from [`level_at`], so the same address answers without comparing bytes (a changed
+/// unit compares fifteen of them); any other name is compared byte by byte.
+pub fn is_level(index: u8, name: &str) -> bool {
+    let level = level_at(index);
+    std::ptr::eq(level, name) || level == name
 }
 
 /// Whether `topic` is the topic of `leaf` below `state_topic`.

@@ -19,9 +19,9 @@ mod wants;
 
 use super::owner_map::OwnerMap;
 use super::render::{Owner, Topics};
-use super::state_text::{Leaf, StateText, is_leaf_of, level_index};
+use super::state_text::{Leaf, StateText, is_leaf_of, is_level, level_index};
 use prints::{PRINT_BITS, fingerprint, payload_print, print_of, with_print};
-use wants::{WHOLE, Walk, Wants, attribute_index, compact, last_names, level_name, slot_level};
+use wants::{WHOLE, Walk, Wants, attribute_index, compact, last_names, slot_level};
 // foldhash: the store hashes every topic it publishes; SipHash's DoS resistance buys nothing
 // for topics this process made itself, and costs several times more per lookup.
 use foldhash::{HashMap, HashSet};
@@ -325,7 +325,7 @@ impl Store {
                         below_state = matches!(leaf, Leaf::State);
                         is_leaf_of(walk.base, state_topic, leaf)
                     }
-                    (level, Leaf::Below(key)) => below_state && level_name(level) == key,
+                    (level, Leaf::Below(key)) => below_state && u8::try_from(level).is_ok_and(|l| is_level(l, key)),
                     (_, Leaf::State) => false,
                 }
             });

@@ -5,7 +5,7 @@
 //! nothing the cloud reports is lost even when the bridge does not understand it.
 
 use super::caps::Caps;
-use super::state_text::{Leaf, StateText};
+use super::state_text::{Leaf, StateText, level_at};
 use crate::bridge::state::{GroupInfo, NetworkStatus, SceneInfo, presence};
 use crate::cloud::model::{ColorSource, Control, UnitState};
 use crate::color::{hue_sat_to_xy, parse_rgb, rgb8_to_xy, round4};
@@ -284,10 +284,14 @@ impl<'a> UnitJson<'a> {
     /// Appends the plain value of every non-null scalar key to `text`, one part per key below
     /// the state topic, in [`UNIT_KEYS`] order.
     pub fn write_attributes(&self, text: &mut StateText) {
-        for (key, scalar) in self.scalars() {
+        for (index, (key, scalar)) in (0..).zip(self.scalars()) {
             if let Some(s) = scalar {
                 s.write(text.buf());
-                text.end_part(Leaf::Below(key));
+                // The level's own name (its string in the level table), which the store compares
+                // by address ([`super::state_text::is_level`]).
+                let name = level_at(index);
+                debug_assert_eq!(name, key);
+                text.end_part(Leaf::Below(name));
             }
         }
     }
@@ -528,6 +532,31 @@ mod tests {
             json.write_with_fixed(std::str::from_utf8(&fixed).unwrap(), &mut cached);
             assert_eq!(String::from_utf8(cached).unwrap(), serde);
         }
+    }
+
+    /// A unit's attribute parts are named by the level table's own strings, so the store finds
+    /// their levels by address.
+    #[test]
+    fn attribute_leaves_are_the_level_names_themselves() {
+        use crate::mqtt::state_text::{AVAILABILITY, is_level, level_index};
+        let u = unit(
+            r#"{"id":3,"name":"Desk","type":"Luminaire","on":true,"online":true,"status":"ok","priority":3,
+              "condition":0,"activeSceneId":2,"firmwareVersion":"1.2","dimLevel":0.25,
+              "controls":[{"type":"Dimmer","value":0.5},{"type":"CCT","min":2700,"max":6500,"value":3000}]}"#,
+        );
+        let mut text = StateText::default();
+        UnitJson::of(&u, &Caps::of(&u, None)).write_attributes(&mut text);
+        assert_eq!(text.len(), 14, "every scalar key of this unit");
+        for (leaf, _) in text.parts() {
+            let Leaf::Below(name) = leaf else { panic!("{leaf:?}") };
+            let level = level_index(name).unwrap();
+            assert!(std::ptr::eq(name, level_at(level)), "{name}");
+            // The same name elsewhere in memory is the level too, compared byte by byte.
+            let copy: String = name.chars().collect();
+            assert!(is_level(level, name) && is_level(level, &copy));
+            assert!(!is_level(AVAILABILITY, name));
+        }
+        assert!(std::ptr::eq(level_at(AVAILABILITY), level_at(level_index("availability").unwrap())));
     }
 
     #[test]
