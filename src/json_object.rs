@@ -47,6 +47,16 @@ impl<'a> Object<'a> {
         write_value(out, value);
     }
 
+    /// [`Object::field`], returning where the value's text lies in the buffer (for a caller that
+    /// needs the same text again).
+    #[inline(always)]
+    pub fn field_at<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> std::ops::Range<usize> {
+        let out = self.key(key);
+        let start = out.len();
+        write_value(out, value);
+        start..out.len()
+    }
+
     /// A field with a constant key whose value is written by `write` (a nested writer).
     #[inline(always)]
     pub fn field_with(&mut self, key: &'static str, write: impl FnOnce(&mut Vec<u8>)) {

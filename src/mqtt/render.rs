@@ -329,11 +329,7 @@ impl Renderer {
         let (unit, slug) = (m.view.units.get(&id)?, m.unit_slugs.get(&id)?);
         let json = UnitJson::of(unit, caps);
         // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
-        json.write_json(text.buf());
-        text.end_part(Leaf::State);
-        if self.attribute_topics {
-            json.write_attributes(text);
-        }
+        json.write_parts(text, self.attribute_topics);
         let online = unit.online == Some(true) && m.view.status.available();
         text.push(Leaf::Below(level_at(AVAILABILITY)), if online { "online" } else { "offline" });
         Some(slug)

@@ -126,7 +126,7 @@ struct Xy {
 
 /// The unit JSON of DESIGN §4, borrowed from the unit: every reading computed once, then written
 /// straight to text ([`UnitJson::write_json`]) and to the plain attribute values
-/// ([`UnitJson::write_attributes`]). This is the event hot path: no intermediate `Value` tree,
+/// ([`UnitJson::write_parts`]). This is the event hot path: no intermediate `Value` tree,
 /// no allocation but the output buffer's.
 ///
 /// The fields are declared in alphabetical order, the order the JSON has always had (readers do
@@ -248,9 +248,16 @@ impl<'a> UnitJson<'a> {
     /// (the field order of the struct), with the constant keys copied instead of escaped (see
     /// [`crate::json_object`]; the test `direct_json_is_what_serde_writes` holds the two together).
     pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.write_json_at(out);
+    }
+
+    /// [`UnitJson::write_json`], returning where each numeric field's value lies in `out`, by
+    /// its index in [`UNIT_KEYS`] (an empty range for the others).
+    fn write_json_at(&self, out: &mut Vec<u8>) -> NumberSpans {
+        let mut at = NumberSpans::default();
         let mut o = Object::open(out);
-        o.field("active_scene_id", &self.active_scene_id);
-        o.field("brightness", &self.brightness);
+        at.0[const { key_index("active_scene_id") }] = o.field_at("active_scene_id", &self.active_scene_id);
+        at.0[const { key_index("brightness") }] = o.field_at("brightness", &self.brightness);
         match self.color {
             Some(Xy { x, y }) => o.field_with("color", |out| {
                 let mut xy = Object::open(out);
@@ -261,40 +268,81 @@ impl<'a> UnitJson<'a> {
             None => o.field("color", &self.color),
         }
         o.field("color_mode", &self.color_mode);
-        o.field("color_temp", &self.color_temp);
-        o.field("condition", &self.condition);
+        at.0[const { key_index("color_temp") }] = o.field_at("color_temp", &self.color_temp);
+        at.0[const { key_index("condition") }] = o.field_at("condition", &self.condition);
         match self.controls {
             Some(controls) => o.field_with("controls", |out| write_array(out, controls, Control::write_json)),
             None => o.field("controls", &self.controls),
         }
-        o.field("dim_level", &self.dim_level);
+        at.0[const { key_index("dim_level") }] = o.field_at("dim_level", &self.dim_level);
         o.field("firmware", &self.firmware);
-        o.field("id", &self.id);
-        o.field("illuminance", &self.illuminance);
+        at.0[const { key_index("id") }] = o.field_at("id", &self.id);
+        at.0[const { key_index("illuminance") }] = o.field_at("illuminance", &self.illuminance);
         o.field("name", &self.name);
         o.field("occupancy", &self.occupancy);
         o.field("online", &self.online);
-        o.field("priority", &self.priority);
+        at.0[const { key_index("priority") }] = o.field_at("priority", &self.priority);
         o.field("state", &self.state);
         o.field("status", &self.status);
         o.field("type", &self.unit_type);
         o.close();
+        at
     }
 
-    /// Appends the plain value of every non-null scalar key to `text`, one part per key below
-    /// the state topic, in [`UNIT_KEYS`] order.
-    pub fn write_attributes(&self, text: &mut StateText) {
+    /// Writes the unit JSON into `text` as its state part, then (with `attributes`) the plain
+    /// value of every non-null scalar key, one part per key below the state topic, in
+    /// [`UNIT_KEYS`] order. A number's plain value is its JSON spelling, so it is copied from
+    /// the JSON just written instead of being formatted again.
+    pub fn write_parts(&self, text: &mut StateText, attributes: bool) {
+        let at = self.write_json_at(text.buf());
+        text.end_part(Leaf::State);
+        if !attributes {
+            return;
+        }
         for (index, (key, scalar)) in (0..).zip(self.scalars()) {
-            if let Some(s) = scalar {
-                s.write(text.buf());
-                // The level's own name (its string in the level table), which the store compares
-                // by address ([`super::state_text::is_level`]).
-                let name = level_at(index);
-                debug_assert_eq!(name, key);
-                text.end_part(Leaf::Below(name));
+            let Some(s) = scalar else { continue };
+            let span = at.0[usize::from(index)].clone();
+            match s {
+                Scalar::Int(_) | Scalar::Num(_) if !span.is_empty() => text.buf().extend_from_within(span),
+                _ => s.write(text.buf()),
             }
+            // The level's own name (its string in the level table), which the store compares by
+            // address ([`super::state_text::is_level`]).
+            let name = level_at(index);
+            debug_assert_eq!(name, key);
+            text.end_part(Leaf::Below(name));
         }
     }
+}
+
+/// Where [`UnitJson::write_json`] wrote each numeric field's value, by key index.
+#[derive(Default)]
+struct NumberSpans([std::ops::Range<usize>; UNIT_KEYS.len()]);
+
+/// The index of `key` in [`UNIT_KEYS`] (evaluated at compile time where `key` is a constant).
+const fn key_index(key: &str) -> usize {
+    let mut i = 0;
+    while i < UNIT_KEYS.len() {
+        if const_eq(UNIT_KEYS[i].as_bytes(), key.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a key of the unit JSON")
+}
+
+const fn const_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The unit JSON as a JSON object (all keys present): for tests and tools; the publisher writes
@@ -534,6 +582,43 @@ mod tests {
         }
     }
 
+    /// Every attribute part is the plain text of its key in the unit JSON (numbers copied from
+    /// the JSON text, strings bare), and only the non-null scalar keys have one.
+    #[test]
+    fn attribute_parts_are_the_plain_values_of_the_json() {
+        let units = [
+            r#"{"id":7}"#,
+            r##"{"id":3,"name":"Desk \"left\"","type":"Luminaire","on":true,"online":true,"status":"ok","priority":-3,
+              "condition":134,"activeSceneId":2,"firmwareVersion":"1.2","dimLevel":0.1234567890123,
+              "controls":[{"type":"Dimmer","value":0.5},{"type":"CCT","min":2700,"max":6500,"value":3000.4}]}"##,
+            r#"{"id":4,"type":"Sensor","online":false,"dimLevel":1.0,"controls":[{"type":"Presence","status":"present"},{"type":"Lux","value":412.5}]}"#,
+            r#"{"id":5,"type":"Sensor","controls":[{"type":"Lux","value":1e21}]}"#,
+        ];
+        for json in units {
+            let u = unit(json);
+            let caps = Caps::of(&u, None);
+            let map = unit_json(&u, &caps);
+            let mut text = StateText::default();
+            UnitJson::of(&u, &caps).write_parts(&mut text, true);
+            let mut parts = text.parts();
+            let (leaf, state) = parts.next().unwrap();
+            assert_eq!(leaf, Leaf::State);
+            assert_eq!(serde_json::from_str::<Value>(state).unwrap(), Value::Object(map.clone()), "{json}");
+            let mut keys = Vec::new();
+            for (leaf, payload) in parts {
+                let Leaf::Below(key) = leaf else { panic!("{leaf:?}") };
+                assert_eq!(Some(payload.to_string()), plain(&map[key]), "{key} of {json}");
+                keys.push(key);
+            }
+            let scalar_keys: Vec<&str> = UNIT_KEYS.into_iter().filter(|k| plain(&map[*k]).is_some()).collect();
+            assert_eq!(keys, scalar_keys, "{json}");
+            // Without attribute topics: the JSON alone.
+            let mut text = StateText::default();
+            UnitJson::of(&u, &caps).write_parts(&mut text, false);
+            assert_eq!(text.len(), 1);
+        }
+    }
+
     /// A unit's attribute parts are named by the level table's own strings, so the store finds
     /// their levels by address.
     #[test]
@@ -545,9 +630,9 @@ mod tests {
               "controls":[{"type":"Dimmer","value":0.5},{"type":"CCT","min":2700,"max":6500,"value":3000}]}"#,
         );
         let mut text = StateText::default();
-        UnitJson::of(&u, &Caps::of(&u, None)).write_attributes(&mut text);
-        assert_eq!(text.len(), 14, "every scalar key of this unit");
-        for (leaf, _) in text.parts() {
+        UnitJson::of(&u, &Caps::of(&u, None)).write_parts(&mut text, true);
+        assert_eq!(text.len(), 15, "the JSON and every scalar key of this unit");
+        for (leaf, _) in text.parts().skip(1) {
             let Leaf::Below(name) = leaf else { panic!("{leaf:?}") };
             let level = level_index(name).unwrap();
             assert!(std::ptr::eq(name, level_at(level)), "{name}");
