@@ -54,7 +54,7 @@ fn unpack(p: Packed) -> Option<MemberReading> {
 /// One group's cached parts.
 #[derive(Debug, Clone)]
 struct Cached {
-    /// The JSON between the brightness and the state: `,"id":…,"members":[…],"name":…`.
+    /// The fields between the brightness and the state: `"id":…,"members":[…],"name":…`.
     fixed: Box<str>,
     /// Each member's reading, in the order of the group's `units`.
     readings: Box<[Packed]>,
@@ -73,12 +73,14 @@ impl GroupCache {
         let groups = view
             .groups
             .values()
-            .map(|g| {
+            .filter_map(|g| {
                 let readings = g.units.iter().map(|u| view.units.get(u).map_or(UNKNOWN, |u| pack(reading(u))));
                 let mut fixed = Vec::new();
                 write_group_fixed(g, &mut fixed);
-                let fixed = String::from_utf8(fixed).unwrap_or_default().into_boxed_str();
-                (g.id, Cached { fixed, readings: readings.collect() })
+                // serde_json writes text; were it not, the group would be left out, and rendered
+                // from its units as before the cache.
+                let fixed = String::from_utf8(fixed).ok()?.into_boxed_str();
+                Some((g.id, Cached { fixed, readings: readings.collect() }))
             })
             .collect();
         GroupCache { groups }

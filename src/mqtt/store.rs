@@ -205,15 +205,16 @@ impl Store {
         let mut ops = Vec::new();
         for (i, ((topic, payload), slot)) in topics.into_iter().zip(&new.slots).enumerate() {
             let print = print_of(*slot);
-            let key = fingerprint(&topic);
-            let last = if slot_level(*slot) == WHOLE {
-                self.published(key)
-            } else if same_topics {
-                old_slots.get(i).map(|s| print_of(*s))
-            } else {
-                old_prints.get(topic.as_str()).copied()
+            // A whole name's fingerprint is its record's key; an attribute topic's is needed only
+            // for its receipt, when it is published.
+            let whole = (slot_level(*slot) == WHOLE).then(|| fingerprint(&topic));
+            let last = match whole {
+                Some(key) => self.published(key),
+                None if same_topics => old_slots.get(i).map(|s| print_of(*s)),
+                None => old_prints.get(topic.as_str()).copied(),
             };
             if last != Some(print) {
+                let key = whole.unwrap_or_else(|| fingerprint(&topic));
                 ops.push(Op::Publish { topic, payload, previous: None, receipt: (key, print) });
             }
         }
