@@ -319,7 +319,8 @@ impl<'a> UnitJson<'a> {
 #[derive(Default)]
 struct NumberSpans([std::ops::Range<usize>; UNIT_KEYS.len()]);
 
-/// The index of `key` in [`UNIT_KEYS`] (evaluated at compile time where `key` is a constant).
+/// The index of `key` in [`UNIT_KEYS`], for `const` blocks: a key that is not there fails the
+/// build.
 const fn key_index(key: &str) -> usize {
     let mut i = 0;
     while i < UNIT_KEYS.len() {
@@ -331,6 +332,7 @@ const fn key_index(key: &str) -> usize {
     panic!("not a key of the unit JSON")
 }
 
+/// `a == b` for byte strings, usable in a `const fn` (the slices' `==` is not).
 const fn const_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
