@@ -43,8 +43,7 @@ impl<'a> Object<'a> {
     /// A field with a constant key; the value is written by serde_json.
     #[inline(always)]
     pub fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) {
-        let out = self.key(key);
-        write_value(out, value);
+        self.field_at(key, value);
     }
 
     /// [`Object::field`], returning where the value's text lies in the buffer (for a caller that

@@ -404,18 +404,14 @@ mod tests {
     }
 
     fn lamp_at(id: u32, level: f64, on: bool) -> Arc<UnitState> {
-        unit(&format!(
-            r#"{{"id":{id},"name":"Lamp {id}","address":"a{id}","type":"Luminaire","online":true,"on":{on},
-            "controls":[{{"type":"Dimmer","value":{level}}}]}}"#
-        ))
+        lamp_as(id, level, on, "Luminaire", &format!("Lamp {id}"))
     }
 
     /// Lamp `id` of [`two_groups`] as a `kind` unit named `name`.
-    fn lamp_as(id: u32, level: u8, on: bool, kind: &str, name: &str) -> Arc<UnitState> {
+    fn lamp_as(id: u32, level: f64, on: bool, kind: &str, name: &str) -> Arc<UnitState> {
         unit(&format!(
             r#"{{"id":{id},"name":"{name}","address":"a{id}","type":"{kind}","online":true,"on":{on},
-            "controls":[{{"type":"Dimmer","value":{}}}]}}"#,
-            f64::from(level) / 4.0
+            "controls":[{{"type":"Dimmer","value":{level}}}]}}"#
         ))
     }
 
@@ -435,7 +431,7 @@ mod tests {
             for (id, level, on, kind, renamed) in changes {
                 let kind = ["Luminaire", "Sensor", "Driver"][kind];
                 let name = if renamed { format!("Lamp {id} renamed") } else { format!("Lamp {id}") };
-                let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_as(id, level, on, kind, &name));
+                let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_as(id, f64::from(level) / 4.0, on, kind, &name));
                 for op in &ops {
                     store.sent(op);
                 }

@@ -11,7 +11,7 @@ use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, 
 use super::group_cache::GroupCache;
 use super::state_text::{AVAILABILITY, Leaf, StateText, level_at};
 use super::topics::{self, Layout, Slugs};
-use super::unit_json::{GroupJson, UnitJson, member_reading, network_json, unit_json};
+use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::{GroupInfo, NetworkView};
 use crate::cloud::model::{Fixture, UnitState};
 use serde_json::{Map, Value, json};
@@ -81,12 +81,17 @@ impl NetMirror {
 
     /// Makes the group cache again from the view (a new unit, or one whose identity changed).
     pub fn recache_groups(&mut self) {
-        self.group_cache = GroupCache::of(&self.view, |u| member_reading(u, self.is_light(u)));
+        self.group_cache = GroupCache::of(&self.view, |u| self.reading(u));
     }
 
     /// A group's JSON worked out from the units themselves, without the cache.
     fn group_json<'g>(&self, g: &'g GroupInfo) -> GroupJson<'g> {
-        GroupJson::of(g, |u| self.view.units.get(&u).map(|unit| member_reading(unit, self.is_light(unit))))
+        GroupJson::of(g, |u| self.view.units.get(&u).map(|unit| self.reading(unit)))
+    }
+
+    /// What a group's JSON reads of `unit` as a member.
+    fn reading(&self, unit: &UnitState) -> MemberReading {
+        member_reading(unit, self.is_light(unit))
     }
 
     /// Recomputes the unit, group and scene slugs (after names changed).

@@ -428,9 +428,7 @@ impl<'a> GroupJson<'a> {
     pub fn write_json(&self, out: &mut Vec<u8>) {
         let mut o = Object::open(out);
         o.field("brightness", &self.brightness);
-        o.field("id", &self.id);
-        o.field("members", self.members);
-        o.field("name", self.name);
+        write_fixed_fields(&mut o, self.id, self.members, self.name);
         o.field("state", &self.state);
         o.close();
     }
@@ -447,14 +445,21 @@ impl<'a> GroupJson<'a> {
 }
 
 /// Appends the fields of `group`'s JSON that only a new configuration changes, as JSON text:
-/// `"id":1,"members":[1,2],"name":"Hall"`.
+/// `"id":1,"members":[1,2],"name":"Hall"` (the group cache keeps it; made once per group).
 pub fn write_group_fixed(group: &GroupInfo, out: &mut Vec<u8>) {
-    out.extend_from_slice(b"\"id\":");
-    crate::json_object::write_value(out, &group.id);
-    out.extend_from_slice(b",\"members\":");
-    crate::json_object::write_value(out, &group.units);
-    out.extend_from_slice(b",\"name\":");
-    crate::json_object::write_value(out, &group.name);
+    let mut object = Vec::new();
+    let mut o = Object::open(&mut object);
+    write_fixed_fields(&mut o, group.id, &group.units, &group.name);
+    o.close();
+    // The fields without the braces around them.
+    out.extend_from_slice(object.get(1..object.len().saturating_sub(1)).unwrap_or_default());
+}
+
+/// The group JSON's `id`, `members` and `name`, written the one way both writers share.
+fn write_fixed_fields(o: &mut Object<'_>, id: u32, members: &[u32], name: &str) {
+    o.field("id", &id);
+    o.field("members", members);
+    o.field("name", name);
 }
 
 /// The group JSON as a value (for tests and tools).
