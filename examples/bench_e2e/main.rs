@@ -378,6 +378,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             println!("  commands, round trip  {} over the {} runs", trips.summary(), runs.len());
         }
     }
+    let rate_and_loss: Vec<(f64, usize)> = results.iter().flatten().map(|r| (r.rate, r.lost)).collect();
+    println!("zero loss: {}", phase::sustained_zero_loss(&rate_and_loss));
     println!(
         "loss against the broker's saturation: {}",
         phase::loss_against_saturation(&results.iter().flatten().collect::<Vec<_>>())

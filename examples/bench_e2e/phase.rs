@@ -283,3 +283,66 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
         steal,
     })
 }
+
+/// The sustained rate with zero loss that a set of runs shows: the highest rate at which, and at
+/// every rate below which, every run lost nothing; and the rate where loss began. From `(rate,
+/// lost)` of each run, in any order.
+pub fn sustained_zero_loss(runs: &[(f64, usize)]) -> String {
+    let mut rates: Vec<f64> = runs.iter().map(|(rate, _)| *rate).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    let lossy = |rate: f64| runs.iter().any(|(r, lost)| *r == rate && *lost > 0);
+    let (Some(&lowest), Some(&highest)) = (rates.first(), rates.last()) else {
+        return "no run".into();
+    };
+    let Some(first_loss) = rates.iter().copied().find(|r| lossy(*r)) else {
+        return format!(
+            "no loss at any rate of this set: sustained at least {highest:.0}/s (a higher --rate finds where loss begins)"
+        );
+    };
+    let above: Vec<&(f64, usize)> = runs.iter().filter(|(r, _)| *r >= first_loss).collect();
+    let lost_runs = above.iter().filter(|(_, lost)| *lost > 0).count();
+    let from = format!("loss from {first_loss:.0}/s ({lost_runs} of {} runs from there lost changes)", above.len());
+    match rates.iter().copied().take_while(|r| *r < first_loss).last() {
+        Some(clean) => {
+            format!("sustained with zero loss up to {clean:.0}/s (every run at every rate up to it); {from}")
+        }
+        None => format!("no rate of this set without loss (the lowest, {lowest:.0}/s, lost changes); {from}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sustained_zero_loss;
+
+    #[test]
+    fn the_sustained_rate_is_the_highest_below_the_first_loss() {
+        let runs =
+            [(20_000.0, 10), (10_000.0, 0), (18_000.0, 0), (10_000.0, 0), (18_000.0, 0), (20_000.0, 0), (22_000.0, 0)];
+        assert_eq!(
+            sustained_zero_loss(&runs),
+            "sustained with zero loss up to 18000/s (every run at every rate up to it); \
+             loss from 20000/s (1 of 3 runs from there lost changes)"
+        );
+    }
+
+    #[test]
+    fn one_lossy_run_at_a_rate_is_enough() {
+        let runs = [(5_000.0, 0), (15_000.0, 0), (15_000.0, 1), (1_000.0, 0)];
+        assert!(sustained_zero_loss(&runs).starts_with("sustained with zero loss up to 5000/s"));
+    }
+
+    #[test]
+    fn a_set_without_loss_gives_a_floor_and_one_lossy_from_the_start_none() {
+        assert_eq!(
+            sustained_zero_loss(&[(1_000.0, 0), (5_000.0, 0)]),
+            "no loss at any rate of this set: sustained at least 5000/s (a higher --rate finds where loss begins)"
+        );
+        assert_eq!(
+            sustained_zero_loss(&[(8_000.0, 3), (9_000.0, 0)]),
+            "no rate of this set without loss (the lowest, 8000/s, lost changes); \
+             loss from 8000/s (1 of 2 runs from there lost changes)"
+        );
+        assert_eq!(sustained_zero_loss(&[]), "no run");
+    }
+}
