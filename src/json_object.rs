@@ -24,6 +24,12 @@ impl<'a> Object<'a> {
         Object { out, empty: true }
     }
 
+    /// Fields without the braces around them, at the end of `out`: text to be spliced into an
+    /// object later by [`Object::raw_fields`]. Dropped when done, never closed.
+    pub fn fields_only(out: &'a mut Vec<u8>) -> Self {
+        Object { out, empty: true }
+    }
+
     /// Writes `key` and the separators before its value. `key` is copied as it is, so it must be
     /// a constant that needs no escaping (checked in debug builds).
     ///

@@ -447,12 +447,7 @@ impl<'a> GroupJson<'a> {
 /// Appends the fields of `group`'s JSON that only a new configuration changes, as JSON text:
 /// `"id":1,"members":[1,2],"name":"Hall"` (the group cache keeps it; made once per group).
 pub fn write_group_fixed(group: &GroupInfo, out: &mut Vec<u8>) {
-    let mut object = Vec::new();
-    let mut o = Object::open(&mut object);
-    write_fixed_fields(&mut o, group.id, &group.units, &group.name);
-    o.close();
-    // The fields without the braces around them.
-    out.extend_from_slice(object.get(1..object.len().saturating_sub(1)).unwrap_or_default());
+    write_fixed_fields(&mut Object::fields_only(out), group.id, &group.units, &group.name);
 }
 
 /// The group JSON's `id`, `members` and `name`, written the one way both writers share.
