@@ -373,15 +373,13 @@ async fn shutdown_closes_sockets() {
     assert!(matches!(end, Some(Ok(Message::Close(Some(_))))), "{end:?}");
 }
 
-#[tokio::test]
-async fn a_lagging_wire_gets_the_whole_network_again() {
-    let sim = start().await;
-    let mut ws = connect(&sim).await;
-    open_ok(&mut ws, &sim, HOME, 1).await;
-    // More changes than the event buffer holds before the wire's forwarder runs again (the test
-    // runtime has one thread and this loop does not yield).
-    const CHANGES: usize = 10_000;
-    for i in 1..=CHANGES {
+/// `changes` Lux values of one unit sent at once on a wire of `sim`, which reads none of them
+/// before the last (the test runtime has one thread and the loop does not yield); the wire
+/// catches up with the final one. Returns the frames it took to get there.
+async fn lag_a_wire(sim: &casambi2mqtt::sim::Simulator, changes: usize) -> usize {
+    let mut ws = connect(sim).await;
+    open_ok(&mut ws, sim, HOME, 1).await;
+    for i in 1..=changes {
         let lux = json!([{"type": "Lux", "value": i as f64}]);
         sim.shared().world().set_unit_state(HOME, 5, None, None, lux.as_array().unwrap()).unwrap();
     }
@@ -389,12 +387,34 @@ async fn a_lagging_wire_gets_the_whole_network_again() {
     loop {
         let f = next(&mut ws).await;
         frames += 1;
-        if f.json["id"] == 5.0 && ws::control(&f.json, "Lux")["value"] == CHANGES as f64 {
-            break;
+        if f.json["id"] == 5.0 && ws::control(&f.json, "Lux")["value"] == changes as f64 {
+            return frames;
         }
     }
+}
+
+#[tokio::test]
+async fn a_lagging_wire_gets_the_whole_network_again() {
+    let sim = start().await;
+    // More changes than the event buffer holds before the wire's forwarder runs again.
+    const CHANGES: usize = 10_000;
+    let frames = lag_a_wire(&sim, CHANGES).await;
     // The stale events were skipped: the final state came within one fresh burst.
     assert!(frames <= HOME_UNITS, "{frames}");
+    // Every event past the buffer was skipped, and counted.
+    let buffer = casambi2mqtt::sim::world::EVENT_BUFFER;
+    assert_eq!(sim.shared().events_dropped(), (CHANGES - buffer) as u64);
+}
+
+#[tokio::test]
+async fn the_event_buffer_is_a_setting_and_a_wire_within_it_drops_nothing() {
+    let sim = start_with(|c| c.event_buffer = 64).await;
+    assert!(lag_a_wire(&sim, 150).await <= HOME_UNITS);
+    assert_eq!(sim.shared().events_dropped(), 150 - 64);
+    // Within the buffer the wire gets every change, one frame each, and nothing is dropped.
+    let sim = start_with(|c| c.event_buffer = 256).await;
+    assert!(lag_a_wire(&sim, 150).await >= 150);
+    assert_eq!(sim.shared().events_dropped(), 0);
 }
 
 #[tokio::test]

@@ -34,6 +34,10 @@
 //!   CPU; at the end, the demand of the runs that lost nothing and of those that lost changes.
 //!   `--broker-cpu N` gives the broker CPU `N` to itself, so it does not wait behind the
 //!   simulator, the subscriber and the bridge.
+//! - For each phase, the events the simulator dropped before its wire (a wire that fell more than
+//!   its network's buffer behind, `--sim-event-buffer`), so that a loss can be told from the
+//!   simulator's own: a run that lost more changes than the simulator dropped lost the rest past
+//!   it.
 //!
 //! Results and how to read them: BENCHMARKS.md.
 
@@ -95,6 +99,11 @@ struct Args {
     /// and on a machine of few cores the broker waits for a CPU beside the others.
     #[arg(long)]
     broker_cpu: Option<usize>,
+    /// Events each simulated network buffers for a wire that falls behind; past it the wire
+    /// skips them (counted as dropped by the simulator) and resends the network. The default is
+    /// the simulator's own.
+    #[arg(long, default_value_t = casambi2mqtt::sim::world::EVENT_BUFFER)]
+    sim_event_buffer: usize,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
@@ -171,6 +180,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => println!("CPUs: as the scheduler places them"),
     }
+    println!("simulator: {} events buffered per network for a wire that falls behind", args.sim_event_buffer);
     let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
     println!("1-minute load at start: {load:.2}");
 
@@ -189,7 +199,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    let sim = Simulator::start_local(SimConfig::new(site)).await?;
+    let sim = Simulator::start_local(SimConfig { event_buffer: args.sim_event_buffer, ..SimConfig::new(site) }).await?;
     let broker = Broker::start_on(args.broker_cpu);
     let base = Instant::now();
     let (recorder, _subscriber) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
@@ -257,7 +267,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let (r, t) = tokio::join!(phase::phase(&rig, rate, args.seconds, args.pacing), under_load);
             let (r, t) = (r?, t?);
             println!(
-                "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {}, dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
+                "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {} (the simulator dropped {}), dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
                  harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}, \
                  broker demand {:.3} of its core (saturating at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time, the bridge {:.1} %",
@@ -266,6 +276,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.achieved_rate,
                 r.received,
                 r.lost,
+                r.sim_dropped,
                 r.duplicates,
                 r.p50_ms,
                 r.p99_ms,
@@ -343,6 +354,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!("rate {:.0}/s:", runs[0].rate);
         println!("  achieved rate/s       {}", fmt_spread(&f(|r| r.achieved_rate), 0));
         println!("  lost                  {}", fmt_spread(&f(|r| r.lost as f64), 0));
+        println!("  dropped by simulator  {}", fmt_spread(&f(|r| r.sim_dropped as f64), 0));
         println!("  latency p50 ms        {}", fmt_spread(&f(|r| r.p50_ms), 2));
         println!("  latency p99 ms        {}", fmt_spread(&f(|r| r.p99_ms), 2));
         println!("  latency max ms        {}", fmt_spread(&f(|r| r.max_ms), 2));
@@ -380,6 +392,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     let rate_and_loss: Vec<(f64, usize)> = results.iter().flatten().map(|r| (r.rate, r.lost)).collect();
     println!("zero loss: {}", phase::sustained_zero_loss(&rate_and_loss));
+    let lost_and_dropped: Vec<(usize, u64)> = results.iter().flatten().map(|r| (r.lost, r.sim_dropped)).collect();
+    println!("loss beside the simulator's drops: {}", phase::loss_beside_simulator(&lost_and_dropped));
     println!(
         "loss against the broker's saturation: {}",
         phase::loss_against_saturation(&results.iter().flatten().collect::<Vec<_>>())

@@ -58,6 +58,10 @@ pub struct SimConfig {
     pub max_wires_per_socket: usize,
     /// Longest datapoint retrieval interval before 416.
     pub max_datapoint_interval: Duration,
+    /// Events each network buffers for wires that fall behind ([`world::EVENT_BUFFER`]); past it
+    /// a wire skips them and resends the whole network ([`Shared::events_dropped`] counts them).
+    /// Rounded up to a power of two.
+    pub event_buffer: usize,
 }
 
 impl SimConfig {
@@ -75,6 +79,7 @@ impl SimConfig {
             idle_timeout: Duration::from_secs(300),
             max_wires_per_socket: 128,
             max_datapoint_interval: Duration::from_secs(31 * 24 * 3600),
+            event_buffer: world::EVENT_BUFFER,
         }
     }
 }
@@ -125,6 +130,9 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// While set, the activity generator makes no changes (tests stop it to compare the truth).
     pub activity_paused: std::sync::atomic::AtomicBool,
+    /// Events that wires skipped because they fell more than [`SimConfig::event_buffer`] behind
+    /// ([`Shared::events_dropped`]).
+    pub dropped: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -132,6 +140,14 @@ impl Shared {
     /// then change), so a poisoned lock is taken over.
     pub fn world(&self) -> MutexGuard<'_, World> {
         self.world.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Events skipped so far by wires that fell behind their network's buffer, summed over every
+    /// wire: changes that never went out on a wire (the resend after them carries the current
+    /// truth, not each change). A benchmark tells with it the simulator's losses from its
+    /// client's.
+    pub fn events_dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Pauses (`true`) or resumes the activity generator.
@@ -170,7 +186,7 @@ impl Simulator {
         let auth = Auth::new(&config.site, config.lock_duration, config.session_lifetime);
         let (wire_faults, _) = broadcast::channel(64);
         let shared = Arc::new(Shared {
-            world: Mutex::new(World::new(&config.site)),
+            world: Mutex::new(World::with_event_buffer(&config.site, config.event_buffer)),
             auth: Mutex::new(auth),
             log: Log::default(),
             started: Instant::now(),
@@ -178,6 +194,7 @@ impl Simulator {
             fail_next: std::sync::atomic::AtomicU32::new(0),
             shutdown: CancellationToken::new(),
             activity_paused: std::sync::atomic::AtomicBool::new(false),
+            dropped: std::sync::atomic::AtomicU64::new(0),
             config,
         });
         let app = rest::router().merge(channel::router()).merge(faults::router()).with_state(shared.clone());

@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
-/// How many events a network buffers for slow wires before they lag (a lagging wire resends the
-/// whole network, so lag loses nothing but costs a burst).
-const EVENT_BUFFER: usize = 8192;
+/// How many events a network buffers for slow wires before they lag, unless
+/// [`super::SimConfig::event_buffer`] says otherwise. A lagging wire resends the whole network,
+/// so its client ends up with the current truth, but the changes it skipped never reach it.
+pub const EVENT_BUFFER: usize = 8192;
 
 /// One event of a network, as the WebSocket wires need it.
 #[derive(Debug, Clone)]
@@ -90,8 +91,14 @@ pub struct World {
 }
 
 impl World {
-    /// Builds the truth from a site.
+    /// Builds the truth from a site, each network buffering [`EVENT_BUFFER`] events.
     pub fn new(site: &Site) -> World {
+        World::with_event_buffer(site, EVENT_BUFFER)
+    }
+
+    /// Builds the truth from a site, each network buffering `event_buffer` events (at least one)
+    /// for wires that fall behind.
+    pub fn with_event_buffer(site: &Site, event_buffer: usize) -> World {
         let fixtures = site.fixtures.iter().map(|f| (f.id, f.clone())).collect();
         let networks = site
             .networks
@@ -107,7 +114,7 @@ impl World {
                     })
                     .collect();
                 let active_scenes = n.scenes.iter().filter(|s| s.active).map(|s| s.id).collect();
-                let (events, _) = broadcast::channel(EVENT_BUFFER);
+                let (events, _) = broadcast::channel(event_buffer.max(1));
                 let truth = NetworkTruth {
                     def: n.clone(),
                     units,

@@ -391,6 +391,7 @@ async fn forward(
         let texts = match rx.recv().await {
             Ok(event) => vec![frames::event(wire, &event)],
             Err(broadcast::error::RecvError::Lagged(missed)) => {
+                shared.dropped.fetch_add(missed, std::sync::atomic::Ordering::Relaxed);
                 tracing::debug!(missed, "wire lagged; resending the network");
                 let view = shared.world().open_view(&network);
                 let Some((burst, fresh)) = view else { return };
