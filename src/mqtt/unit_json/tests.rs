@@ -1,0 +1,175 @@
+//! The unit, group and network JSON against what serde writes and what the contract says.
+
+use super::*;
+
+fn unit(json: &str) -> UnitState {
+    serde_json::from_str(json).unwrap()
+}
+
+fn render(json: &str) -> Map<String, Value> {
+    let u = unit(json);
+    unit_json(&u, &Caps::of(&u, None))
+}
+
+#[test]
+fn every_key_is_always_present() {
+    let m = render(r#"{"id":7}"#);
+    for k in UNIT_KEYS {
+        assert!(m.contains_key(k), "{k}");
+    }
+    assert_eq!(m.len(), UNIT_KEYS.len());
+    assert_eq!(m["state"], Value::Null);
+    assert_eq!(m["controls"], Value::Null);
+}
+
+#[test]
+fn dimmer_gives_state_and_brightness() {
+    let m = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0.5}]}"#);
+    assert_eq!(m["state"], "ON");
+    assert_eq!(m["brightness"], 128);
+    assert_eq!(m["color_mode"], "brightness");
+    let m = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0}]}"#);
+    assert_eq!(m["state"], "OFF");
+}
+
+#[test]
+fn colour_follows_colorsource() {
+    let m = render(
+        r#"{"id":3,"on":true,"controls":[{"type":"Dimmer","value":1},{"type":"Colorsource","source":"TW"},
+        {"type":"CCT","value":3000.4,"min":2700,"max":6500},{"type":"Color","hue":0,"sat":1}]}"#,
+    );
+    assert_eq!(m["color_mode"], "color_temp");
+    assert_eq!(m["color_temp"], 3000);
+    assert_eq!(m["color"]["y"], 0.33);
+    let m = render(
+        r#"{"id":3,"on":true,"controls":[{"type":"Colorsource","source":"XY"},{"type":"Color","x":0.31234,"y":0.3}]}"#,
+    );
+    assert_eq!(m["color_mode"], "xy");
+    assert_eq!(m["color"], json!({"x": 0.3123, "y": 0.3}));
+}
+
+#[test]
+fn sensors_have_readings_and_no_state() {
+    let m = render(
+        r#"{"id":4,"type":"Sensor","on":true,"controls":[{"type":"Presence","status":"present"},{"type":"Lux","value":412}]}"#,
+    );
+    assert_eq!(m["state"], Value::Null);
+    assert_eq!(m["color_mode"], Value::Null);
+    assert_eq!(m["occupancy"], true);
+    assert_eq!(m["illuminance"], 412);
+    assert_eq!(plain(&m["illuminance"]).as_deref(), Some("412"));
+    let m = render(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#);
+    assert_eq!(m["occupancy"], false);
+}
+
+/// The direct writers (the event path) give exactly the bytes of the derived `Serialize`:
+/// every control type, extra fields, strings that need escaping, nulls.
+#[test]
+fn direct_json_is_what_serde_writes() {
+    let units = [
+        r#"{"id":7}"#,
+        r##"{"id":3,"name":"Desk \"left\"\n","type":"Luminaire","on":true,"online":true,"status":"ok","priority":3,
+          "condition":0,"activeSceneId":2,"firmwareVersion":"1.2\\3","dimLevel":0.25,
+          "controls":[{"type":"Dimmer","value":0.5,"name":"dimmer0","ramp":{"ms":20}},{"type":"OnOff","value":1},
+          {"type":"CCT","min":2700,"max":6500,"value":3000.5,"level":0.1,"tw":2},{"type":"Color","hue":0.5,"sat":1,"x":0.3,"y":0.31,"rgb":"#ff0000"},
+          {"type":"Colorsource","source":"XY"},{"type":"Slider","label":"L","min":0,"max":10,"value":2.5},
+          {"type":"Switch","name":"s\"1"},{"type":"Overheat","status":"ok"},{"type":"White","value":0.1},
+          {"type":"Vertical","value":0.9},{"type":"fancy","x":[1,{"a":null}]},{"noType":true}]}"##,
+        r#"{"id":4,"type":"Sensor","online":false,"controls":[{"type":"Presence","status":"present","é":"ü"},{"type":"Lux","value":412,"level":0.5}]}"#,
+    ];
+    for text in units {
+        let u = unit(text);
+        let json = UnitJson::of(&u, &Caps::of(&u, None));
+        let mut direct = Vec::new();
+        json.write_json(&mut direct);
+        assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&json).unwrap(), "{text}");
+    }
+    let group = GroupInfo { id: 2, name: "Hall \"A\"\n".into(), units: vec![1, 2, 3] };
+    let members = BTreeMap::from([(1, MemberReading { state: Some("ON"), brightness: Some(9) })]);
+    let empty = GroupInfo { id: 5, name: String::new(), units: Vec::new() };
+    for (group, members) in [(&group, members), (&empty, BTreeMap::new())] {
+        let json = GroupJson::of(group, |id| members.get(&id).copied());
+        let serde = serde_json::to_string(&json).unwrap();
+        let mut direct = Vec::new();
+        json.write_json(&mut direct);
+        assert_eq!(String::from_utf8(direct).unwrap(), serde);
+        // The group cache's way: the constant fields written once, then copied.
+        let mut fixed = Vec::new();
+        write_group_fixed(group, &mut fixed);
+        let mut cached = Vec::new();
+        json.write_with_fixed(std::str::from_utf8(&fixed).unwrap(), &mut cached);
+        assert_eq!(String::from_utf8(cached).unwrap(), serde);
+    }
+}
+
+/// Every attribute part is the plain text of its key in the unit JSON (numbers copied from
+/// the JSON text, strings bare), and only the non-null scalar keys have one.
+#[test]
+fn attribute_parts_are_the_plain_values_of_the_json() {
+    let units = [
+        r#"{"id":7}"#,
+        r##"{"id":3,"name":"Desk \"left\"","type":"Luminaire","on":true,"online":true,"status":"ok","priority":-3,
+          "condition":134,"activeSceneId":2,"firmwareVersion":"1.2","dimLevel":0.1234567890123,
+          "controls":[{"type":"Dimmer","value":0.5},{"type":"CCT","min":2700,"max":6500,"value":3000.4}]}"##,
+        r#"{"id":4,"type":"Sensor","online":false,"dimLevel":1.0,"controls":[{"type":"Presence","status":"present"},{"type":"Lux","value":412.5}]}"#,
+        r#"{"id":5,"type":"Sensor","controls":[{"type":"Lux","value":1e21}]}"#,
+    ];
+    for json in units {
+        let u = unit(json);
+        let caps = Caps::of(&u, None);
+        let map = unit_json(&u, &caps);
+        let mut text = StateText::default();
+        UnitJson::of(&u, &caps).write_parts(&mut text, true);
+        let mut parts = text.parts();
+        let (leaf, state) = parts.next().unwrap();
+        assert_eq!(leaf, Leaf::State);
+        assert_eq!(serde_json::from_str::<Value>(state).unwrap(), Value::Object(map.clone()), "{json}");
+        let mut keys = Vec::new();
+        for (leaf, payload) in parts {
+            let Leaf::Below(key) = leaf else { panic!("{leaf:?}") };
+            assert_eq!(Some(payload.to_string()), plain(&map[key]), "{key} of {json}");
+            keys.push(key);
+        }
+        let scalar_keys: Vec<&str> = UNIT_KEYS.into_iter().filter(|k| plain(&map[*k]).is_some()).collect();
+        assert_eq!(keys, scalar_keys, "{json}");
+        // Without attribute topics: the JSON alone.
+        let mut text = StateText::default();
+        UnitJson::of(&u, &caps).write_parts(&mut text, false);
+        assert_eq!(text.len(), 1);
+    }
+}
+
+/// A unit's attribute parts are named by the level table's own strings, so the store finds
+/// their levels by address.
+#[test]
+fn attribute_leaves_are_the_level_names_themselves() {
+    use crate::mqtt::state_text::{AVAILABILITY, is_level, level_index};
+    let u = unit(
+        r#"{"id":3,"name":"Desk","type":"Luminaire","on":true,"online":true,"status":"ok","priority":3,
+          "condition":0,"activeSceneId":2,"firmwareVersion":"1.2","dimLevel":0.25,
+          "controls":[{"type":"Dimmer","value":0.5},{"type":"CCT","min":2700,"max":6500,"value":3000}]}"#,
+    );
+    let mut text = StateText::default();
+    UnitJson::of(&u, &Caps::of(&u, None)).write_parts(&mut text, true);
+    assert_eq!(text.len(), 15, "the JSON and every scalar key of this unit");
+    for (leaf, _) in text.parts().skip(1) {
+        let Leaf::Below(name) = leaf else { panic!("{leaf:?}") };
+        let level = level_index(name).unwrap();
+        assert!(std::ptr::eq(name, level_at(level)), "{name}");
+        // The same name elsewhere in memory is the level too, compared byte by byte.
+        let copy: String = name.chars().collect();
+        assert!(is_level(level, name) && is_level(level, &copy));
+        assert!(!is_level(AVAILABILITY, name));
+    }
+    assert!(std::ptr::eq(level_at(AVAILABILITY), level_at(level_index("availability").unwrap())));
+}
+
+#[test]
+fn plain_values() {
+    assert_eq!(plain(&json!("ON")).as_deref(), Some("ON"));
+    assert_eq!(plain(&json!(128)).as_deref(), Some("128"));
+    assert_eq!(plain(&json!(true)).as_deref(), Some("true"));
+    assert_eq!(plain(&json!(0.5)).as_deref(), Some("0.5"));
+    assert_eq!(plain(&Value::Null), None);
+    assert_eq!(plain(&json!({"x": 1})), None);
+}
