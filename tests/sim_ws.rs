@@ -401,20 +401,55 @@ async fn a_lagging_wire_gets_the_whole_network_again() {
     let frames = lag_a_wire(&sim, CHANGES).await;
     // The stale events were skipped: the final state came within one fresh burst.
     assert!(frames <= HOME_UNITS, "{frames}");
-    // Every event past the buffer was skipped, and counted.
-    let buffer = casambi2mqtt::sim::world::EVENT_BUFFER;
-    assert_eq!(sim.shared().events_dropped(), (CHANGES - buffer) as u64);
+    // Every change was dropped, and counted: those past the buffer were overwritten, and the
+    // burst superseded those still in it.
+    assert_eq!(sim.shared().events_dropped(), CHANGES as u64);
+    assert_eq!(sim.shared().wire_lags(), 1);
+    // The forwarder fell behind on its own: the queue to the socket was empty.
+    assert_eq!(sim.shared().wire_lags_client_behind(), 0);
 }
 
 #[tokio::test]
 async fn the_event_buffer_is_a_setting_and_a_wire_within_it_drops_nothing() {
     let sim = start_with(|c| c.event_buffer = 64).await;
     assert!(lag_a_wire(&sim, 150).await <= HOME_UNITS);
-    assert_eq!(sim.shared().events_dropped(), 150 - 64);
+    assert_eq!((sim.shared().events_dropped(), sim.shared().wire_lags()), (150, 1));
     // Within the buffer the wire gets every change, one frame each, and nothing is dropped.
     let sim = start_with(|c| c.event_buffer = 256).await;
     assert!(lag_a_wire(&sim, 150).await >= 150);
-    assert_eq!(sim.shared().events_dropped(), 0);
+    assert_eq!((sim.shared().events_dropped(), sim.shared().wire_lags()), (0, 0));
+}
+
+#[tokio::test]
+async fn a_wire_whose_client_does_not_read_lags_with_the_client_behind() {
+    let sim = start_with(|c| c.event_buffer = 64).await;
+    let mut ws = connect(&sim).await;
+    open_ok(&mut ws, &sim, HOME, 1).await;
+    // Changes in batches the forwarder takes in between, while nothing reads the socket: its
+    // buffers fill, then the queue to it, and the forwarder waits to queue a frame while its
+    // events are overwritten. It sees that once the client reads again.
+    const BATCH: u64 = 32;
+    const CHANGES: u64 = 4_700 * BATCH;
+    for batch in 0..CHANGES / BATCH {
+        for i in 1..=BATCH {
+            let lux = json!([{"type": "Lux", "value": (batch * BATCH + i) as f64}]);
+            sim.shared().world().set_unit_state(HOME, 5, None, None, lux.as_array().unwrap()).unwrap();
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(sim.shared().wire_lags(), 0, "the forwarder is waiting, it has not seen its lag yet");
+    let mut n = 0;
+    loop {
+        let raw = tokio::time::timeout(Duration::from_secs(5), ws.next()).await;
+        let Ok(Some(Ok(m))) = raw else { panic!("after {n} frames: {raw:?} lags {}", sim.shared().wire_lags()) };
+        n += 1;
+        let Ok(f) = serde_json::from_slice::<Value>(&m.into_data()) else { continue };
+        if f["id"] == 5.0 && ws::control(&f, "Lux")["value"] == CHANGES as f64 {
+            break;
+        }
+    }
+    assert!(sim.shared().wire_lags_client_behind() >= 1, "lags: {}", sim.shared().wire_lags());
+    assert!(sim.shared().events_dropped() > 0);
 }
 
 #[tokio::test]

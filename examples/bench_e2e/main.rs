@@ -104,6 +104,11 @@ struct Args {
     /// the simulator's own.
     #[arg(long, default_value_t = casambi2mqtt::sim::world::EVENT_BUFFER)]
     sim_event_buffer: usize,
+    /// Run the simulator on the harness's one thread, beside the subscriber, as before
+    /// 2026-11-24 19:50 (by default it has a thread of its own, as the real service has its own
+    /// machines).
+    #[arg(long)]
+    sim_on_harness_thread: bool,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
@@ -180,7 +185,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         None => println!("CPUs: as the scheduler places them"),
     }
-    println!("simulator: {} events buffered per network for a wire that falls behind", args.sim_event_buffer);
+    println!(
+        "simulator: {} events buffered per network for a wire that falls behind; {}",
+        args.sim_event_buffer,
+        if args.sim_on_harness_thread { "on the harness's thread" } else { "on a thread of its own" }
+    );
     let load = support::wait_quiet(args.max_load, Duration::from_secs(1200));
     println!("1-minute load at start: {load:.2}");
 
@@ -199,7 +208,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    let sim = Simulator::start_local(SimConfig { event_buffer: args.sim_event_buffer, ..SimConfig::new(site) }).await?;
+    let sim_config = SimConfig { event_buffer: args.sim_event_buffer, ..SimConfig::new(site) };
+    let (sim, sim_thread) = if args.sim_on_harness_thread {
+        (Simulator::start_local(sim_config).await?, None)
+    } else {
+        let (sim, thread) = support::sim_thread::start(sim_config).await?;
+        (sim, Some(thread))
+    };
     let broker = Broker::start_on(args.broker_cpu);
     let base = Instant::now();
     let (recorder, _subscriber) = support::subscribe(broker.port, "bench-e2e-subscriber", &["#"], base).await;
@@ -267,7 +282,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let (r, t) = tokio::join!(phase::phase(&rig, rate, args.seconds, args.pacing), under_load);
             let (r, t) = (r?, t?);
             println!(
-                "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {} (the simulator dropped {}), dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
+                "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {} (the simulator dropped {} in {} lags, {} with the bridge behind), dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
                  harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}, \
                  broker demand {:.3} of its core (saturating at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time, the bridge {:.1} %",
@@ -277,6 +292,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.received,
                 r.lost,
                 r.sim_dropped,
+                r.sim_lags,
+                r.sim_lags_bridge_behind,
                 r.duplicates,
                 r.p50_ms,
                 r.p99_ms,
@@ -441,10 +458,28 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("1-minute load at the end: {:.2}", support::load1());
     let Rig { sim, bridge, broker, .. } = rig;
+    print_log("the bridge's warnings and errors", &bridge.log());
     bridge.stop();
     drop(broker);
     sim.stop().await;
+    drop(sim_thread);
     Ok(())
+}
+
+/// A child's log, its first and last lines when it is long (a reconnection or a dropped
+/// connection in it explains a loss the figures show).
+fn print_log(what: &str, log: &str) {
+    const HEAD: usize = 20;
+    const TAIL: usize = 10;
+    let lines: Vec<&str> = log.lines().collect();
+    println!("{what}: {} lines", lines.len());
+    if lines.len() <= HEAD + TAIL {
+        lines.iter().for_each(|l| println!("  {l}"));
+        return;
+    }
+    lines[..HEAD].iter().for_each(|l| println!("  {l}"));
+    println!("  … {} lines …", lines.len() - HEAD - TAIL);
+    lines[lines.len() - TAIL..].iter().for_each(|l| println!("  {l}"));
 }
 
 struct Ceiling {

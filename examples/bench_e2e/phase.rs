@@ -84,6 +84,12 @@ pub struct PhaseResult {
     /// network's buffer behind ([`casambi2mqtt::sim::Shared::events_dropped`]): changes that
     /// never went out on a wire, whatever the bridge did.
     pub sim_dropped: u64,
+    /// How many times the simulator's wires fell behind in the phase, each dropping what its
+    /// buffer held and resending the network.
+    pub sim_lags: u64,
+    /// Of those, the lags with the bridge behind (the simulator's queue to its socket at least
+    /// half full); the others are the simulator's own (its forwarder did not run in time).
+    pub sim_lags_bridge_behind: u64,
     pub duplicates: usize,
     pub p50_ms: f64,
     pub p99_ms: f64,
@@ -199,7 +205,8 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     let (broker_wait0, bridge_wait0) =
         (support::run_queue_wait(rig.broker.pid()), support::run_queue_wait(rig.bridge.pid()));
     let harness0 = cpu_time(std::process::id());
-    let dropped0 = rig.sim.shared().events_dropped();
+    let sim = rig.sim.shared();
+    let (dropped0, lags0, behind0) = (sim.events_dropped(), sim.wire_lags(), sim.wire_lags_client_behind());
 
     let shared = rig.sim.shared().clone();
     let targets = rig.targets.clone();
@@ -273,7 +280,9 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
         achieved_rate: total as f64 / (end - start).as_secs_f64(),
         received,
         lost: total - received,
-        sim_dropped: rig.sim.shared().events_dropped().saturating_sub(dropped0),
+        sim_dropped: sim.events_dropped().saturating_sub(dropped0),
+        sim_lags: sim.wire_lags().saturating_sub(lags0),
+        sim_lags_bridge_behind: sim.wire_lags_client_behind().saturating_sub(behind0),
         duplicates,
         p50_ms: quantile(&latencies, 0.5),
         p99_ms: quantile(&latencies, 0.99),

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+pub mod sim_thread;
 mod subscriber;
 // Each example uses a part of these, as of the rest of this module (`dead_code` above).
 #[allow(unused_imports)]

@@ -132,7 +132,11 @@ pub struct Shared {
     pub activity_paused: std::sync::atomic::AtomicBool,
     /// Events that wires skipped because they fell more than [`SimConfig::event_buffer`] behind
     /// ([`Shared::events_dropped`]).
-    pub dropped: std::sync::atomic::AtomicU64,
+    dropped: std::sync::atomic::AtomicU64,
+    /// How many times a wire fell behind ([`Shared::wire_lags`]).
+    lags: std::sync::atomic::AtomicU64,
+    /// Of those, how many with its client behind ([`Shared::wire_lags_client_behind`]).
+    lags_client_behind: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -143,11 +147,31 @@ impl Shared {
     }
 
     /// Events skipped so far by wires that fell behind their network's buffer, summed over every
-    /// wire: changes that never went out on a wire (the resend after them carries the current
-    /// truth, not each change). A benchmark tells with it the simulator's losses from its
-    /// client's.
+    /// wire: those overwritten before the wire read them and those still buffered when it
+    /// resent the network. They never went out on a wire (the resend carries the current truth,
+    /// not each change). A benchmark tells with it the simulator's losses from its client's.
     pub fn events_dropped(&self) -> u64 {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many times so far a wire fell behind its network's buffer and resent the network.
+    pub fn wire_lags(&self) -> u64 {
+        self.lags.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Of [`Shared::wire_lags`], those in which the wire's client was behind: the wire's last
+    /// frame before the lag had waited for room in the full queue to its socket, so the client
+    /// had not read (the others: the simulator's own task that forwards the events did not get
+    /// to run in time).
+    pub fn wire_lags_client_behind(&self) -> u64 {
+        self.lags_client_behind.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Notes that a wire fell behind and dropped `events`, with its client behind or not.
+    pub(crate) fn note_lag(&self, events: u64, client_behind: bool) {
+        self.lags.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lags_client_behind.fetch_add(u64::from(client_behind), std::sync::atomic::Ordering::Relaxed);
+        self.dropped.fetch_add(events, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Pauses (`true`) or resumes the activity generator.
@@ -195,6 +219,8 @@ impl Simulator {
             shutdown: CancellationToken::new(),
             activity_paused: std::sync::atomic::AtomicBool::new(false),
             dropped: std::sync::atomic::AtomicU64::new(0),
+            lags: std::sync::atomic::AtomicU64::new(0),
+            lags_client_behind: std::sync::atomic::AtomicU64::new(0),
             config,
         });
         let app = rest::router().merge(channel::router()).merge(faults::router()).with_state(shared.clone());

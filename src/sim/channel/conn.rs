@@ -382,28 +382,45 @@ async fn forward(
     mut rx: broadcast::Receiver<WorldEvent>,
     out: mpsc::Sender<Outgoing>,
 ) {
+    // Whether the last frame had to wait for room in the queue to the socket: the client was not
+    // reading. A lag right after such a wait is the client's; after none, this task did not get
+    // to run in time (the simulator's own CPU).
+    let mut waited = false;
     for text in first {
-        if out.send(Outgoing { wire, instance, text }).await.is_err() {
-            return;
-        }
+        let Some(w) = queue(&out, Outgoing { wire, instance, text }).await else { return };
+        waited = w;
     }
     loop {
         let texts = match rx.recv().await {
             Ok(event) => vec![frames::event(wire, &event)],
             Err(broadcast::error::RecvError::Lagged(missed)) => {
-                shared.dropped.fetch_add(missed, std::sync::atomic::Ordering::Relaxed);
-                tracing::debug!(missed, "wire lagged; resending the network");
-                let view = shared.world().open_view(&network);
-                let Some((burst, fresh)) = view else { return };
+                let world = shared.world();
+                let Some((burst, fresh)) = world.open_view(&network) else { return };
+                // The events still buffered for the old receiver came before the burst, which
+                // supersedes them: they are dropped too. Counted under the lock, which every event
+                // is sent under, so none after the burst is among them.
+                let dropped = missed + rx.len() as u64;
+                drop(world);
+                shared.note_lag(dropped, waited);
+                tracing::debug!(dropped, client_behind = waited, "wire lagged; resending the network");
                 rx = fresh;
                 burst.iter().map(|body| frames::unit_changed(wire, body)).collect()
             }
             Err(broadcast::error::RecvError::Closed) => return,
         };
         for text in texts {
-            if out.send(Outgoing { wire, instance, text }).await.is_err() {
-                return;
-            }
+            let Some(w) = queue(&out, Outgoing { wire, instance, text }).await else { return };
+            waited = w;
         }
+    }
+}
+
+/// Queues a frame for the socket task: `Some(true)` when it had to wait for room (the queue was
+/// full, its client behind), `None` when the socket is gone.
+async fn queue(out: &mpsc::Sender<Outgoing>, frame: Outgoing) -> Option<bool> {
+    match out.try_send(frame) {
+        Ok(()) => Some(false),
+        Err(mpsc::error::TrySendError::Full(frame)) => out.send(frame).await.ok().map(|()| true),
+        Err(mpsc::error::TrySendError::Closed(_)) => None,
     }
 }
