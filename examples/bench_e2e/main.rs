@@ -104,8 +104,8 @@ struct Args {
     /// the simulator's own.
     #[arg(long, default_value_t = casambi2mqtt::sim::world::EVENT_BUFFER)]
     sim_event_buffer: usize,
-    /// Run the simulator on the harness's one thread, beside the subscriber, as before
-    /// 2026-11-24 19:50 (by default it has a thread of its own, as the real service has its own
+    /// Run the simulator on the harness's one thread, beside the subscriber, as the figures up to
+    /// 2026-11-24 were measured (by default it has a thread of its own, as the real service has its own
     /// machines).
     #[arg(long)]
     sim_on_harness_thread: bool,
@@ -285,7 +285,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 "rate {rate:>6.0}/s run {}: injected {} at {:.0}/s, received {}, lost {} (the simulator dropped {} in {} lags, {} with the bridge behind), dup {}, latency p50 {:.2} ms p99 {:.2} ms max {:.2} ms, \
                  bridge {:.2} s CPU/100k events ({:.1} µs/event), broker {:.1} µs CPU/message ({} messages, {:.2}/event), \
                  harness {:.1} µs/event, load {:.2}, stolen {:.1} %, cores needed: bridge {:.2} broker {:.2} harness {:.2}, \
-                 broker demand {:.3} of its core (saturating at {:.0}/s), broker waited for a CPU {:.1} % of its runnable time, the bridge {:.1} %",
+                 broker demand {:.3} of its core (saturating at {:.0}/s), {:.3} of the share of it the broker got, broker waited for a CPU {:.1} % of its runnable time, the bridge {:.1} %",
                 run + 1,
                 r.injected,
                 r.achieved_rate,
@@ -311,6 +311,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 r.harness_cores(),
                 r.broker_demand(),
                 r.broker_saturation_rate(),
+                r.broker_demand_on_its_share(),
                 r.broker_wait_share() * 100.0,
                 r.bridge_wait_share() * 100.0
             );
@@ -392,6 +393,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         println!("  broker demand, cores  {}", fmt_spread(&f(PhaseResult::broker_demand), 3));
         println!("  broker saturates at/s {}", fmt_spread(&f(PhaseResult::broker_saturation_rate), 0));
         println!(
+            "  broker demand, on the share of its core it got {}",
+            fmt_spread(&f(PhaseResult::broker_demand_on_its_share), 3)
+        );
+        println!(
             "  broker waiting for CPU {} % of its runnable time",
             fmt_spread(&f(|r| r.broker_wait_share() * 100.0), 1)
         );
@@ -411,9 +416,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!("zero loss: {}", phase::sustained_zero_loss(&rate_and_loss));
     let lost_and_dropped: Vec<(usize, u64)> = results.iter().flatten().map(|r| (r.lost, r.sim_dropped)).collect();
     println!("loss beside the simulator's drops: {}", phase::loss_beside_simulator(&lost_and_dropped));
+    let demand = |f: fn(&PhaseResult) -> f64| results.iter().flatten().map(|r| (f(r), r.lost)).collect::<Vec<_>>();
     println!(
         "loss against the broker's saturation: {}",
-        phase::loss_against_saturation(&results.iter().flatten().collect::<Vec<_>>())
+        phase::loss_against_saturation(&demand(PhaseResult::broker_demand), "the broker's core")
+    );
+    println!(
+        "loss against the CPU the broker got: {}",
+        phase::loss_against_saturation(
+            &demand(PhaseResult::broker_demand_on_its_share),
+            "the share of its core it got (its demand ÷ (1 − its wait for a CPU))"
+        )
     );
     if !ceilings.is_empty() {
         println!("broker ceiling ({size} B, QoS 1, retained, one publisher → one subscriber):");

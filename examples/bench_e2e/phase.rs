@@ -158,6 +158,12 @@ impl PhaseResult {
     pub fn broker_wait_share(&self) -> f64 {
         wait_share(self.broker_wait, self.broker_cpu)
     }
+    /// [`PhaseResult::broker_demand`] on the share of its core the broker could get
+    /// ([`demand_on_share`]): above 1.0 mosquitto was saturated on the CPU the machine gave it,
+    /// even where it asked less than a whole core.
+    pub fn broker_demand_on_its_share(&self) -> f64 {
+        demand_on_share(self.broker_demand(), self.broker_wait_share())
+    }
     /// The same for the bridge: where it is large, the bridge was held back by the machine.
     pub fn bridge_wait_share(&self) -> f64 {
         wait_share(self.bridge_wait, self.bridge_cpu)
@@ -175,17 +181,25 @@ fn wait_share(wait: Duration, cpu: Duration) -> f64 {
     wait / (wait + cpu.as_secs_f64()).max(f64::MIN_POSITIVE)
 }
 
-/// Loss against the broker's saturation, over every run of the set: the range of
-/// [`PhaseResult::broker_demand`] of the runs that lost nothing and of those that lost changes.
-/// "Zero loss up to mosquitto's saturation" holds where every run that lost changes asked the
-/// broker for its whole core, and every run that asked for less lost nothing.
-pub fn loss_against_saturation(runs: &[&PhaseResult]) -> String {
+/// A demand on a whole core set against the share of it a process could get, when it waited for
+/// a CPU `wait_share` of its runnable time: one runnable all the time then runs `1 − wait_share`
+/// of it. Placed by the scheduler beside the others on a machine of few cores, mosquitto is
+/// saturated where this passes 1.0, before its demand on a whole core does.
+pub fn demand_on_share(demand: f64, wait_share: f64) -> f64 {
+    demand / (1.0 - wait_share).max(f64::MIN_POSITIVE)
+}
+
+/// Loss against the broker's saturation, over every run of the set, from `(the broker's demand,
+/// lost)` of each run: the range of the demand in the runs that lost nothing and in those that
+/// lost changes. "Zero loss up to mosquitto's saturation" holds where every run that lost
+/// changes asked the broker for more than 1.0, and every run that asked for less lost nothing.
+pub fn loss_against_saturation(runs: &[(f64, usize)], of: &str) -> String {
     let part = |lossy: bool, what: &str| {
-        let d: Vec<f64> = runs.iter().filter(|r| (r.lost > 0) == lossy).map(|r| r.broker_demand()).collect();
+        let d: Vec<f64> = runs.iter().filter(|(_, lost)| (*lost > 0) == lossy).map(|(demand, _)| *demand).collect();
         let (lo, _, hi) = support::spread(&d);
         match d.len() {
             0 => format!("{what} in no run"),
-            n => format!("{what} in {n} at {lo:.3}–{hi:.3} of the broker's core"),
+            n => format!("{what} in {n} at {lo:.3}–{hi:.3} of {of}"),
         }
     };
     format!("{}; {}", part(false, "no loss"), part(true, "loss"))
@@ -350,7 +364,27 @@ pub fn loss_beside_simulator(runs: &[(usize, u64)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{loss_beside_simulator, sustained_zero_loss};
+    use super::{demand_on_share, loss_against_saturation, loss_beside_simulator, sustained_zero_loss};
+
+    #[test]
+    fn a_demand_is_set_against_the_share_of_the_core_the_broker_got() {
+        assert!((demand_on_share(0.8, 0.2) - 1.0).abs() < 1e-12);
+        assert!((demand_on_share(0.5, 0.0) - 0.5).abs() < 1e-12);
+        assert!(demand_on_share(0.9, 0.15) > 1.0);
+        assert!(demand_on_share(0.1, 1.0).is_finite());
+    }
+
+    #[test]
+    fn loss_is_set_against_the_demand_of_the_runs() {
+        assert_eq!(
+            loss_against_saturation(&[(0.74, 0), (1.1, 5), (0.98, 0), (1.2, 0), (1.05, 1)], "its share"),
+            "no loss in 3 at 0.740–1.200 of its share; loss in 2 at 1.050–1.100 of its share"
+        );
+        assert_eq!(
+            loss_against_saturation(&[(0.5, 0)], "the broker's core"),
+            "no loss in 1 at 0.500–0.500 of the broker's core; loss in no run"
+        );
+    }
 
     #[test]
     fn loss_is_told_from_the_simulators_drops() {
