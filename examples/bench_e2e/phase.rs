@@ -87,8 +87,9 @@ pub struct PhaseResult {
     /// How many times the simulator's wires fell behind in the phase, each dropping what its
     /// buffer held and resending the network.
     pub sim_lags: u64,
-    /// Of those, the lags with the bridge behind (the simulator's queue to its socket at least
-    /// half full); the others are the simulator's own (its forwarder did not run in time).
+    /// Of those, the lags with the bridge behind (the wire's last frame had waited for room in
+    /// the full queue to its socket); the others are the simulator's own (its forwarder did not
+    /// run in time).
     pub sim_lags_bridge_behind: u64,
     pub duplicates: usize,
     pub p50_ms: f64,
@@ -222,7 +223,7 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     let sim = rig.sim.shared();
     let (dropped0, lags0, behind0) = (sim.events_dropped(), sim.wire_lags(), sim.wire_lags_client_behind());
 
-    let shared = rig.sim.shared().clone();
+    let shared = sim.clone();
     let targets = rig.targets.clone();
     let base = rig.recorder.base;
     let times = injected_at.clone();

@@ -1,12 +1,11 @@
 //! The simulator on a thread of its own.
 //!
-//! The harness's runtime has one thread, which also runs the subscriber that reads every message
-//! of a phase. Near the broker's saturation the subscriber has a backlog to read, and on that
-//! thread the simulator's wire forwarders then wait their turn: they fall behind their network's
-//! buffer and the simulator drops changes before its wire (`Shared::events_dropped`), a loss of
-//! the cloud's stand-in, not of the bridge. On a runtime of its own the simulator gets its own
-//! share of the machine's CPU from the kernel's scheduler, as the real service has its own
-//! machines.
+//! The harness's runtime has one thread, which also runs the injector and the subscriber that
+//! reads every message of a phase. On a runtime of its own the simulator gets its own share of
+//! the machine's CPU from the kernel's scheduler, as the real service has machines of its own, so
+//! its wires do not wait behind the subscriber's backlog near the broker's saturation. Measured
+//! on 2026-11-26/27 (BENCHMARKS.md, "End to end → The simulator on a thread of its own"), it did
+//! not move where loss begins: every lag then came with the bridge's socket full.
 
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use tokio::sync::oneshot;
