@@ -1,4 +1,4 @@
-//! The `mqtt`, `homeassistant` and `output` sections of the configuration (DESIGN §3).
+//! The `mqtt`, `homeassistant` and `output` sections of the configuration (docs/configuration.md).
 //!
 //! Each struct deserialises from its YAML section with every key optional (the defaults are the
 //! ones the design names) and rejects unknown keys, so a typo is reported with the key's name.
