@@ -3,7 +3,7 @@
 //! Why: at a few thousand events a second, each event would otherwise wake the thread on its own
 //! (an `epoll_wait` return and a context switch), be read on its own, and each MQTT
 //! acknowledgement would wake the thread again. Those wake-ups cost far more than the work of
-//! an event (docs/benchmarks-history.md, "End to end → Wake-up coalescing"). So when the thread runs out of
+//! an event. So when the thread runs out of
 //! work after taking in a frame, it pauses until a window (1 ms) after that frame before it waits
 //! on its sockets again; whatever arrived meanwhile (frames, acknowledgements) is then taken in one
 //! wake-up.
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 /// How long after a frame the thread may pause unless configured: the most any frame waits for
 /// the batching. 1 ms is invisible for lighting and takes in ~5 events a wake-up at 5,000/s; 2 ms
-/// measured no less CPU (docs/benchmarks-history.md, "End to end → Wake-up coalescing").
+/// measured no less CPU.
 pub const DEFAULT_WINDOW: Duration = Duration::from_millis(1);
 
 /// The longest window the configuration accepts: beyond a few milliseconds a pause buys no CPU,

@@ -1,7 +1,7 @@
 //! Colour conversions shared by the whole project: the published state (the cloud reports colour
 //! as CIE xy, as hue/saturation or as an `rgb(r, g, b)` string; Home Assistant wants xy), the
 //! commands (Home Assistant sends xy; the cloud takes `RGB {hue, sat}`), and the simulator's
-//! luminaires. One convention everywhere (DESIGN §4): sRGB primaries, D65 white, the sRGB transfer
+//! luminaires. One convention everywhere (docs/mqtt.md): sRGB primaries, D65 white, the sRGB transfer
 //! curve (IEC 61966-2-1). Functions return unrounded values unless they say otherwise; callers
 //! round for presentation.
 //!

@@ -101,7 +101,7 @@ impl Params {
 /// The demo site, with one change: the "Night light" scene's only member is the offline Garage
 /// light, so switching that scene changes `activeScenes` without any event, which no client can
 /// notice before its next REST resync (15 min). A reachable member makes every scene change
-/// observable, as the contract requires (DESIGN §4: refresh after an `activeSceneId` change).
+/// observable, as the contract requires (docs/mqtt.md: refresh after an `activeSceneId` change).
 fn site() -> Site {
     let mut site = Site::demo();
     for scene in &mut site.networks[0].scenes {

@@ -1,4 +1,4 @@
-//! Property tests of the slugs of DESIGN §4: a slug is a single literal topic level of
+//! Property tests of the slugs of docs/mqtt.md: a slug is a single literal topic level of
 //! `[a-z0-9-]`, the same name always gives the same slug, and after the collision rule every
 //! thing of one kind in a network has its own slug, whatever the order things are listed in.
 

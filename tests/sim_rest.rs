@@ -1,4 +1,4 @@
-//! The simulated service's REST interface against `spec/lighting-cloud-service.md`: session
+//! The simulated service's REST interface against the service's rules (docs/simulator.md): session
 //! shapes, access rules (key, lockout, expiry, scope, quotas, disabled API), 404/405/500, every
 //! read endpoint and the PNG images.
 

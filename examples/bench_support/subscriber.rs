@@ -7,7 +7,7 @@
 //! read into, and answers all their PUBACKs with one write. rumqttc's event loop, used before,
 //! hands each message over as an event with a copied payload and writes PUBACKs ten messages at a
 //! time. With the harness's other changes of the same commit, this took ~8 % off its CPU per
-//! event (docs/benchmarks-history.md, "End to end → A lighter harness"). The packets are rumqttc's own codec
+//! event. The packets are rumqttc's own codec
 //! (`Packet::read` / `write`); only the loop is this file's.
 
 use bytes::BytesMut;

@@ -374,7 +374,7 @@ pub fn is_switch(u: &UnitState) -> bool {
 ///
 /// Asked of every changed unit, whose type is nearly always a short word (`Luminaire`): a
 /// window scan of its few bytes, where `str::contains` first built a two-way searcher for the
-/// needle (~100 instructions a call, ~1 % of a changed frame; docs/benchmarks-history.md, "Hot path").
+/// needle (~100 instructions a call, ~1 % of a changed frame).
 pub fn is_switch_type(t: &str) -> bool {
     t == "PushButton" || t.as_bytes().windows(b"Switch".len()).any(|w| w == b"Switch")
 }

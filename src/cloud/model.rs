@@ -1,7 +1,7 @@
 //! Typed serde model of the cloud service's resources and WebSocket messages.
 //!
-//! The model follows `spec/lighting-cloud-service.md` and the payload facts collected from public
-//! clients. It is deliberately tolerant (DESIGN §7): integers may arrive as floats, controls come
+//! The model follows the service's REST specification and the payload facts collected from public
+//! clients. It is deliberately tolerant (docs/cloud.md): integers may arrive as floats, controls come
 //! nested or flat, offline units lack fields, unknown fields are ignored and unknown control types
 //! are kept raw. REST resources are parsed rarely and use `String`; the unit state, which also
 //! arrives in every `unitChanged` event, uses `Box<str>` to stay small, and [`shared_text`] for

@@ -1,7 +1,7 @@
 //! Sessions: [`SessionManager`] opens and renews the network sessions of one set of network
 //! (admin) credentials, [`UserSessionManager`] the optional user (site) session.
 //!
-//! Rules (DESIGN §7):
+//! Rules (docs/cloud.md):
 //! - one configured network id → `POST /v1/networks/{id}/session`; several → `POST
 //!   /v1/networks/set/session` in chunks of at most 100; none → `POST /v1/networks/session`;
 //! - a session is renewed after a 410 or an `invalidSession` wire status, once: concurrent renewals

@@ -60,7 +60,7 @@ impl KnownUnit {
         KnownUnit { state, last_level }
     }
 
-    /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (DESIGN §4).
+    /// Whether the unit is on as reported: `on` and its Dimmer/OnOff (if any) above 0 (docs/mqtt.md).
     pub fn is_on(&self) -> bool {
         self.state.on == Some(true)
             && !self.state.controls.iter().flatten().any(|c| match c {

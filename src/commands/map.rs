@@ -1,5 +1,5 @@
 //! From a [`Command`] and what is known of its target to the control message for the wire
-//! (DESIGN §6):
+//! (docs/commands.md):
 //!
 //! | command | message |
 //! |---|---|

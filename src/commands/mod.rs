@@ -1,4 +1,4 @@
-//! Control from MQTT: commands on the `…/set` topics (DESIGN §4, §6) become WebSocket control
+//! Control from MQTT: commands on the `…/set` topics (docs/mqtt.md, docs/commands.md) become WebSocket control
 //! messages on the network's wire.
 //!
 //! MQTT → [`parse`] (payload → typed [`Command`], type and range checks) → [`map`] (capability

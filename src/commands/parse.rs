@@ -2,7 +2,7 @@
 //! network: size, encoding, JSON shape, field types and ranges. Capability checks (colour to a
 //! unit without colour, …) need the unit and happen in [`super::map`].
 //!
-//! What each command topic takes (DESIGN §4/§6):
+//! What each command topic takes (docs/commands.md):
 //!
 //! | topic | payload |
 //! |---|---|

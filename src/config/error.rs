@@ -33,7 +33,7 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    /// The process exit code for a bad configuration (DESIGN §2).
+    /// The process exit code for a bad configuration (docs/cli.md).
     pub const EXIT_CODE: u8 = 2;
 
     /// The individual problems (one for [`ConfigError::Read`] and [`ConfigError::Yaml`] is not

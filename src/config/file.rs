@@ -1,5 +1,5 @@
 //! The serde schema of the sections this module owns (`cloud`, `networks`, `health`, `log`), with
-//! the defaults of DESIGN §3. The `mqtt`, `homeassistant` and `output` sections deserialise
+//! the defaults of docs/configuration.md. The `mqtt`, `homeassistant` and `output` sections deserialise
 //! straight into the MQTT layer's own settings types.
 //!
 //! These structs are the raw file form: secrets may still be `*_file` paths, URLs and addresses

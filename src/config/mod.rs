@@ -1,4 +1,4 @@
-//! The configuration (DESIGN §3, a contract): a YAML file, every key overridable by an
+//! The configuration (docs/configuration.md, a contract): a YAML file, every key overridable by an
 //! environment variable `CASAMBI2MQTT_<SECTION>__<KEY>`, secrets also readable from files.
 //!
 //! Loading runs in three steps, each reporting problems by key:

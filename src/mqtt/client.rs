@@ -23,7 +23,7 @@ const MAX_PACKET: usize = 256 * 1024;
 /// Requests queued towards the event loop before `publish` waits. Each holds its topic and
 /// payload (a discovery config ~1.2 KB): at a big site's start-up the queue is always full, so
 /// 1,024 held ~1 MB more than 128 for no throughput (the publisher and the event loop share one
-/// thread; docs/benchmarks-history.md, "Scale → Memory: the snapshot sent in steps").
+/// thread).
 const REQUEST_CAPACITY: usize = 128;
 /// Default of `mqtt.max_inflight` (see [`crate::mqtt::MqttSettings::inflight`]): most
 /// unacknowledged QoS 1/2 publications of the publishing connection (MQTT 5; the broker's
@@ -35,7 +35,7 @@ pub const PUBLISHING_INFLIGHT: u16 = 1024;
 /// once it is full the event loop goes in lock-step, one acknowledgement read for each
 /// publication written (at 25,000 units' start-up, 256 slots took 8.1–8.4 s of bridge CPU,
 /// 8,192 slots 6.0–6.2 s, measured back to back; 1,024 slots 4.80 / 5.74 s against 3.91 /
-/// 5.09 s for 8,192, two pairs of runs, docs/benchmarks-history.md "Scale").
+/// 5.09 s for 8,192, two pairs of runs).
 pub const SNAPSHOT_INFLIGHT: u16 = 8192;
 /// The MQTT 3.1.1 window is rumqttc's default (its slots are allocated up front too).
 const V3_INFLIGHT: u16 = 100;

@@ -1,7 +1,7 @@
 //! MQTT export with Home Assistant discovery and Node-RED friendly topics.
 //!
 //! The bridge core sends typed [`Update`]s; [`run`] turns them into the retained topic tree of
-//! DESIGN §4 and the discovery configs of DESIGN §5, and hands messages on the `…/set` topics to
+//! docs/mqtt.md and the discovery configs of docs/homeassistant.md, and hands messages on the `…/set` topics to
 //! the command layer. Modules, one concern each:
 //!
 //! - [`settings`]: the `mqtt`, `homeassistant` and `output` configuration sections.

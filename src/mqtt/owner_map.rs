@@ -5,14 +5,14 @@
 //! (25,000 units, 2,500 groups, 2,000 scenes, 100 networks). As one hash map they took a table of
 //! 65,536 slots of 56 bytes: hash tables grow by doubling when 7/8 full, and 29,601 owners are
 //! just past 7/8 of 32,768. That 4 MiB table was half empty, and the moment it doubled (both
-//! tables alive) set the bridge's peak memory (heap profile, docs/benchmarks-history.md "Scale"). Here a
+//! tables alive) set the bridge's peak memory (heap profile). Here a
 //! unit costs its id and its value in its network's list (40 bytes for the store's values), a
 //! network's lists are a few kilobytes each, and nothing on the way grows past its network.
 //!
 //! A lookup hashes the network's id once (most of what hashing the whole owner did) and then
 //! binary-searches a list of at most a few hundred ids. Per changed frame, the hot path's
 //! instructions fell with this change and the release build's fat LTO together
-//! (docs/benchmarks-history.md, "Scale → Memory: the owners' map and one optimisation unit");
+//! (the release profile's `lto = "fat"` in Cargo.toml);
 //! the two were not counted apart.
 
 use super::render::Owner;

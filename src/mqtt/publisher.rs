@@ -230,7 +230,7 @@ impl Publisher {
         // so a higher QoS would keep nothing across a reconnection, and every delivery would
         // cost an acknowledgement: a packet the broker never answers, behind which Nagle's
         // algorithm (on at QoS 1, `MqttSettings::nodelay`) held the command's new state ~40 ms
-        // (docs/benchmarks-history.md, "Subscriptions at QoS 0"). Commands keep their retain flag (MQTT 5),
+        // (the broker's delayed acknowledgement). Commands keep their retain flag (MQTT 5),
         // so one published retained is ignored at once, not only when it is replayed on the
         // next connection.
         if self.client.subscribe_with(&self.renderer.layout.command_filters(), 0, true).await.is_err() {

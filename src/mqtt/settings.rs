@@ -1,4 +1,4 @@
-//! The `mqtt`, `homeassistant` and `output` sections of the configuration (DESIGN §3).
+//! The `mqtt`, `homeassistant` and `output` sections of the configuration (docs/configuration.md).
 //!
 //! Each struct deserialises from its YAML section with every key optional (the defaults are the
 //! ones the design names) and rejects unknown keys, so a typo is reported with the key's name.
@@ -91,8 +91,8 @@ impl MqttSettings {
     /// unacknowledged, and at QoS 1 or 2 the broker answers every publication at once
     /// (PUBACK/PUBREC), its answer carrying the TCP acknowledgement back: under a stream of
     /// changes the bridge then takes ~20 % less CPU at 5,000 events/s, with the same latency,
-    /// and leaves more of a shared machine to the broker near its ceiling (docs/benchmarks-history.md,
-    /// "End to end → Subscriptions at QoS 0"). A packet the broker does not answer makes the next
+    /// and leaves more of a shared machine to the broker near its ceiling.
+    /// A packet the broker does not answer makes the next
     /// one wait for its delayed acknowledgement (~40 ms on Linux): at QoS 0 every change is
     /// such a packet, so QoS 0 sends every packet at once; and the bridge subscribes at QoS 0,
     /// so that it never writes an acknowledgement of a command for its new state to wait behind.
@@ -104,7 +104,7 @@ impl MqttSettings {
     /// (`tcp_nodelay: false`) with changes at QoS 0, where nothing answers a publication and each
     /// one written while another is unacknowledged waits for the broker's delayed
     /// acknowledgement (median latency 9.5 ms instead of 1 ms at 5,000 events/s,
-    /// docs/benchmarks-history.md, "End to end → Nagle's algorithm").
+    /// `bench_e2e`).
     /// Unset, `tcp_nodelay` never makes this combination.
     pub fn latency_warning(&self) -> Option<&'static str> {
         (!self.nodelay() && self.qos == 0).then_some(

@@ -1,4 +1,4 @@
-//! The topic layout of DESIGN §4 and the slugs that name networks, units, groups and scenes in it.
+//! The topic layout of docs/mqtt.md and the slugs that name networks, units, groups and scenes in it.
 //!
 //! A slug is readable and stable: lower-case ASCII letters and digits are kept, every other run
 //! of characters becomes one `-`, non-ASCII letters are transliterated first (`Küche` → `kuche`).

@@ -1,4 +1,4 @@
-//! The unit, group and network state JSON of DESIGN §4, and the plain per-attribute values.
+//! The unit, group and network state JSON of docs/mqtt.md, and the plain per-attribute values.
 //!
 //! Every key of the unit JSON is always present (`null` when unknown), so Home Assistant
 //! templates and Node-RED flows never miss a key. The raw controls are kept under `controls`, so
@@ -124,7 +124,7 @@ struct Xy {
     y: f64,
 }
 
-/// The unit JSON of DESIGN §4, borrowed from the unit: every reading computed once, then written
+/// The unit JSON of docs/mqtt.md, borrowed from the unit: every reading computed once, then written
 /// straight to text ([`UnitJson::write_json`]) and to the plain attribute values
 /// ([`UnitJson::write_parts`]). This is the event hot path: no intermediate `Value` tree,
 /// no allocation but the output buffer's.

@@ -1,6 +1,6 @@
 //! The simulated lighting cloud service (`casambi2mqtt sim`).
 //!
-//! It serves the REST interface of `spec/lighting-cloud-service.md` and the WebSocket event channel
+//! It serves the service's REST interface (docs/simulator.md) and the WebSocket event channel
 //! of the real service on one port, from a site (YAML file, built-in demo or generated), with the
 //! real service's rules and failures: lockout, session expiry, quotas, gateway loss, configuration
 //! changes, malformed frames. Tests, benchmarks and `casambi2mqtt demo` run against it, in-process

@@ -1,4 +1,4 @@
-//! The REST interface of the simulated service (`spec/lighting-cloud-service.md`): session
+//! The REST interface of the simulated service (docs/simulator.md): session
 //! creation, network reads, images, fixtures and datapoints, with the service's rules and
 //! failures.
 //!

@@ -1,4 +1,4 @@
-//! Small serde helpers for the cloud's loose JSON (DESIGN §7, last bullet).
+//! Small serde helpers for the cloud's loose JSON (docs/cloud.md, "Tolerant parsing").
 //!
 //! The real service sends integers as floats (`"priority": 3.0`, `"condition": 0.0`), sometimes
 //! sends `null` where a string is expected, and sends datapoint values as strings or numbers. These

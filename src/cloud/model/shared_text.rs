@@ -3,7 +3,7 @@
 //! A big site's units carry the same few short strings: the unit type (`Luminaire`), the
 //! firmware version, the status (`ok`), the controls' names (`dimmer0`, `temperature`). Each of
 //! them was a heap block of its own in every unit, about 50 bytes a unit, 1.2 MB at 25,000 units
-//! (docs/benchmarks-history.md, "Scale"). Read through [`opt`] they are [`Arc<str>`]s handed out from a small
+//! (`bench_memory`). Read through [`opt`] they are [`Arc<str>`]s handed out from a small
 //! per-thread table instead, so every unit points at the same copy. Taking a string from the table
 //! costs about what allocating it did; the unit's later drop frees nothing but a count.
 //!

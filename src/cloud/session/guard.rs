@@ -11,7 +11,7 @@ use crate::cloud::CloudError;
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::MAX_SESSION_SET;
 
-/// Which session-creation requests open a set of networks (DESIGN §7).
+/// Which session-creation requests open a set of networks (docs/cloud.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SessionPlan {
     /// No ids configured: `POST /v1/networks/session` opens every network of the credentials.

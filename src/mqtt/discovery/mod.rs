@@ -1,4 +1,4 @@
-//! Home Assistant MQTT discovery payloads (DESIGN §5), one module per HA platform.
+//! Home Assistant MQTT discovery payloads (docs/homeassistant.md), one module per HA platform.
 //!
 //! The bridge describes what HA should see as [`Device`]s holding [`Component`]s; [`Discovery::render`]
 //! lays them out either as one device-based config (`<prefix>/device/<id>/config` with `cmps`)
