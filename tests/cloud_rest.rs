@@ -208,3 +208,75 @@ async fn quota_and_server_errors_are_retried() {
     assert_eq!(state.id, HOME);
     assert_eq!(rest.stats().count(Endpoint::NetworkState, Outcome::Status(500)), 2);
 }
+
+/// Under a sustained 429 the client asks less and less often, and after it as often as before:
+/// each 429 in a row doubles the key-wide pause, a success ends the run.
+#[tokio::test]
+async fn a_sustained_429_slows_the_requests_and_they_recover_after_it() {
+    // A service that says nothing of when to come back: the client's own pause is all there is.
+    let mut config = SimConfig::new(Site::demo());
+    config.quota_retry_after = false;
+    let sim = Simulator::start_local(config).await.unwrap();
+    let limits = QuotaConfig {
+        max_requests_per_minute: std::num::NonZeroU32::new(6000).unwrap(),
+        pause_after_429: Duration::from_millis(100),
+        max_pause_after_429: Duration::from_millis(1600),
+        ..QuotaConfig::default()
+    };
+    let rest = RestClient::new(
+        RestConfig::new(sim.base_url().parse().unwrap(), Secret::new(DEMO_API_KEY)),
+        Arc::new(QuotaGuard::new(&limits)),
+    )
+    .unwrap();
+    let sessions = SessionManager::new(rest.clone(), network_creds(), vec![HOME.into()], fast_policy());
+    sessions.open().await.unwrap();
+    let sid = sessions.current(HOME).unwrap().session_id;
+
+    // Two pollers, as two networks whose wires are down, each asking every 50 ms.
+    let pollers: Vec<_> = (0..2)
+        .map(|_| {
+            let (rest, sid) = (rest.clone(), sid.clone());
+            tokio::spawn(async move {
+                loop {
+                    let _ = rest.network_state(&sid, HOME).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+        })
+        .collect();
+    let stats = rest.stats();
+    let asked = || {
+        stats.count(Endpoint::NetworkState, Outcome::Status(200))
+            + stats.count(Endpoint::NetworkState, Outcome::Status(429))
+    };
+    let asked_during = |span: Duration| {
+        let before = asked();
+        async move {
+            tokio::time::sleep(span).await;
+            asked() - before
+        }
+    };
+
+    let normal = asked_during(Duration::from_secs(2)).await;
+    sim.exhaust_quota(DEMO_API_KEY, Duration::from_secs(7));
+    let refused_early = asked_during(Duration::from_secs(2)).await;
+    let refused_late = asked_during(Duration::from_secs(4)).await;
+    // The service answers again; the longest pause (1.6 s) may still be running.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let recovered = asked_during(Duration::from_secs(2)).await;
+    for p in pollers {
+        p.abort();
+    }
+
+    // Per two seconds: `normal` ~ 2 × 2 s / 50 ms; with a fixed 100 ms pause `refused_late` would
+    // be ~40 per two seconds, with the growing pause it is a handful.
+    let late_per_two_seconds = refused_late / 2;
+    assert!(normal >= 30, "normal polling asked {normal} times in 2 s");
+    assert!(
+        late_per_two_seconds * 5 < normal && late_per_two_seconds <= 8,
+        "requests per 2 s: {normal} before, {refused_early} then {late_per_two_seconds} during the 429s"
+    );
+    assert!(late_per_two_seconds <= refused_early, "the rate falls: {refused_early} then {late_per_two_seconds}");
+    assert!(recovered * 2 >= normal, "requests per 2 s: {normal} before, {recovered} after the 429s");
+    assert!(stats.count(Endpoint::NetworkState, Outcome::Status(429)) > 0);
+}

@@ -34,8 +34,11 @@ pub struct QuotaConfig {
     pub burst: Option<NonZeroU32>,
     /// Requests in flight at the same time.
     pub max_concurrent_requests: usize,
-    /// How long to hold all requests after a 429 that carried no `Retry-After`.
+    /// How long to hold all requests after the first 429 in a row that carried no `Retry-After`;
+    /// each further 429 in a row doubles the ceiling of the pause (see [`QuotaGuard`]).
     pub pause_after_429: Duration,
+    /// The ceiling the doubling stops at.
+    pub max_pause_after_429: Duration,
 }
 
 impl Default for QuotaConfig {
@@ -45,24 +48,48 @@ impl Default for QuotaConfig {
             burst: None,
             max_concurrent_requests: 4,
             pause_after_429: Duration::from_secs(2),
+            // A service that refuses for minutes is asked again within five, so the bridge
+            // notices its return without a restart.
+            max_pause_after_429: Duration::from_secs(300),
         }
     }
 }
 
 /// The guard every request to one API key passes through. Share it (`Arc`) between all clients
 /// that use the same key.
+///
+/// After a 429 every request of the key waits. The pause grows while the service keeps refusing:
+/// the n-th 429 in a row holds the key for `pause_after_429` plus a random share (full jitter)
+/// of the doubling rest up to `pause_after_429 × 2ⁿ⁻¹`, at most `max_pause_after_429`, and never
+/// less than the service's `Retry-After`. A successful answer ends the run. A 429 counts towards
+/// the run only if its request left after the latest pause began: requests already in flight
+/// when the first 429 came back meet the same wall and are not a second refusal.
 #[derive(Debug)]
 pub struct QuotaGuard {
     limiter: DefaultDirectRateLimiter,
     concurrency: Arc<Semaphore>,
-    paused_until: Mutex<Option<Instant>>,
+    pause: Mutex<Pause>,
     pause_after_429: Duration,
+    max_pause_after_429: Duration,
 }
 
-/// Held while a request is in flight; dropping it frees a concurrency slot.
+/// The key-wide pause after 429s.
+#[derive(Debug, Default)]
+struct Pause {
+    /// Requests wait until then.
+    until: Option<Instant>,
+    /// 429s in a row that each started a pause.
+    strikes: u32,
+    /// Counts the pauses begun; a request carries the value it left with.
+    generation: u64,
+}
+
+/// Held while a request is in flight; dropping it frees a concurrency slot. Hand it back to
+/// [`QuotaGuard::note_quota_exceeded`] or [`QuotaGuard::note_success`] with the request's answer.
 #[derive(Debug)]
 pub struct QuotaPermit {
     _slot: Option<OwnedSemaphorePermit>,
+    generation: u64,
 }
 
 impl QuotaGuard {
@@ -82,8 +109,9 @@ impl QuotaGuard {
         Self {
             limiter: RateLimiter::direct(quota),
             concurrency: Arc::new(Semaphore::new(config.max_concurrent_requests.max(1))),
-            paused_until: Mutex::new(None),
+            pause: Mutex::new(Pause::default()),
             pause_after_429: config.pause_after_429,
+            max_pause_after_429: config.max_pause_after_429.max(config.pause_after_429),
         }
     }
 
@@ -91,29 +119,60 @@ impl QuotaGuard {
     /// concurrency slot. Cancel-safe: dropping the future gives nothing back because it took
     /// nothing yet, except a rate token that is simply spent.
     pub async fn acquire(&self) -> QuotaPermit {
-        loop {
-            let until = self.paused_until.lock().map(|p| *p).unwrap_or(None);
-            match until {
-                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
-                _ => break,
-            }
-        }
+        self.wait_out_pause().await;
         self.limiter.until_ready_with_jitter(Jitter::up_to(Duration::from_millis(20))).await;
         // The semaphore is never closed, so this cannot fail; if it ever did, go without a slot
         // rather than stall every request.
         let slot = Arc::clone(&self.concurrency).acquire_owned().await.ok();
-        QuotaPermit { _slot: slot }
+        // A pause may have begun while this request waited for its slot: wait that one out too,
+        // and leave with the generation it ended in.
+        let generation = self.wait_out_pause().await;
+        QuotaPermit { _slot: slot, generation }
     }
 
-    /// Holds every request of this key for `retry_after` (or the configured default) after a
-    /// 429, so the other tasks sharing the key do not run into the same wall.
-    pub fn note_quota_exceeded(&self, retry_after: Option<Duration>) {
-        let until = Instant::now() + retry_after.unwrap_or(self.pause_after_429);
-        if let Ok(mut paused) = self.paused_until.lock()
-            && paused.is_none_or(|p| p < until)
-        {
-            *paused = Some(until);
+    /// Sleeps while a 429 pause is on; returns the pause generation current when it is off.
+    async fn wait_out_pause(&self) -> u64 {
+        loop {
+            let (until, generation) = self.pause.lock().map(|p| (p.until, p.generation)).unwrap_or((None, 0));
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return generation,
+            }
         }
+    }
+
+    /// Holds every request of this key after a 429 to the request `permit` was taken for, so the
+    /// other tasks sharing the key do not run into the same wall, for longer with each 429 in a
+    /// row (see [`QuotaGuard`]).
+    pub fn note_quota_exceeded(&self, permit: &QuotaPermit, retry_after: Option<Duration>) {
+        let Ok(mut pause) = self.pause.lock() else { return };
+        let now = Instant::now();
+        let mut until = now + retry_after.unwrap_or(Duration::ZERO);
+        if permit.generation == pause.generation {
+            pause.strikes = pause.strikes.saturating_add(1);
+            pause.generation = pause.generation.wrapping_add(1);
+            until = until.max(now + self.pause_for(pause.strikes));
+        }
+        if pause.until.is_none_or(|p| p < until) {
+            pause.until = Some(until);
+        }
+    }
+
+    /// Ends a run of 429s: the next one pauses for `pause_after_429` again.
+    pub fn note_success(&self) {
+        if let Ok(mut pause) = self.pause.lock() {
+            pause.strikes = 0;
+        }
+    }
+
+    /// The pause after the `strikes`-th 429 in a row: the floor, plus full jitter over the rest
+    /// of the doubled ceiling.
+    fn pause_for(&self, strikes: u32) -> Duration {
+        let floor = self.pause_after_429;
+        let doubling = 2u32.saturating_pow(strikes.saturating_sub(1).min(31));
+        let ceiling = floor.saturating_mul(doubling).min(self.max_pause_after_429);
+        let spread = ceiling.saturating_sub(floor);
+        floor + spread.mul_f64(rand::rng().random::<f64>())
     }
 
     /// Free concurrency slots right now (for health reporting).
@@ -332,6 +391,7 @@ mod tests {
             burst: NonZeroU32::new(100),
             max_concurrent_requests: 2,
             pause_after_429: Duration::from_millis(1),
+            max_pause_after_429: Duration::from_millis(1),
         }));
         let in_flight = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
@@ -362,15 +422,93 @@ mod tests {
             burst: NonZeroU32::new(1),
             max_concurrent_requests: 4,
             pause_after_429: Duration::from_millis(150),
+            max_pause_after_429: Duration::from_secs(1),
         });
         let start = std::time::Instant::now();
         drop(guard.acquire().await);
-        drop(guard.acquire().await);
+        let permit = guard.acquire().await;
         assert!(start.elapsed() >= Duration::from_millis(80), "{:?}", start.elapsed());
 
-        guard.note_quota_exceeded(None);
+        guard.note_quota_exceeded(&permit, None);
+        drop(permit);
         let start = std::time::Instant::now();
         drop(guard.acquire().await);
         assert!(start.elapsed() >= Duration::from_millis(140), "{:?}", start.elapsed());
+    }
+
+    fn pausing_guard(pause: Duration, max: Duration) -> QuotaGuard {
+        QuotaGuard::new(&QuotaConfig {
+            max_requests_per_minute: NonZeroU32::new(60_000).unwrap(),
+            burst: NonZeroU32::new(100),
+            max_concurrent_requests: 4,
+            pause_after_429: pause,
+            max_pause_after_429: max,
+        })
+    }
+
+    /// The pause set by the latest 429, measured from now.
+    fn pause_left(guard: &QuotaGuard) -> Duration {
+        let until = guard.pause.lock().unwrap().until.unwrap();
+        until.saturating_duration_since(Instant::now())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_429_in_a_row_doubles_the_ceiling_until_a_success() {
+        let pause = Duration::from_secs(2);
+        let max = Duration::from_secs(300);
+        let guard = pausing_guard(pause, max);
+        let mut ceilings = Vec::new();
+        for strike in 1..=10u32 {
+            let permit = guard.acquire().await;
+            guard.note_quota_exceeded(&permit, None);
+            let left = pause_left(&guard);
+            let ceiling = (pause * 2u32.pow(strike - 1)).min(max);
+            assert!(left >= pause && left <= ceiling, "strike {strike}: {left:?} not in [{pause:?}, {ceiling:?}]");
+            ceilings.push(ceiling);
+        }
+        assert_eq!(ceilings.last(), Some(&max), "the doubling stops at the ceiling");
+
+        // Full jitter: over many runs of four strikes the fourth pause spreads over [2 s, 16 s].
+        let fourth: Vec<Duration> = (0..64)
+            .map(|_| {
+                let guard = pausing_guard(pause, max);
+                for _ in 0..4 {
+                    let permit = guard.pause.lock().unwrap().generation;
+                    guard.note_quota_exceeded(&QuotaPermit { _slot: None, generation: permit }, None);
+                }
+                pause_left(&guard)
+            })
+            .collect();
+        let (low, high) = (fourth.iter().min().unwrap(), fourth.iter().max().unwrap());
+        assert!(*high - *low > Duration::from_secs(6), "no spread: {low:?}..{high:?}");
+
+        // A success ends the run: the next 429 pauses for the floor again.
+        let permit = guard.acquire().await;
+        guard.note_success();
+        guard.note_quota_exceeded(&permit, None);
+        assert_eq!(pause_left(&guard), pause);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_in_flight_at_the_first_429_do_not_double_the_pause() {
+        let pause = Duration::from_secs(2);
+        let guard = pausing_guard(pause, Duration::from_secs(300));
+        let permits = [guard.acquire().await, guard.acquire().await, guard.acquire().await];
+        for permit in &permits {
+            guard.note_quota_exceeded(permit, None);
+        }
+        assert_eq!(pause_left(&guard), pause, "one wall, one strike");
+        assert_eq!(guard.pause.lock().unwrap().strikes, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_longer_retry_after_is_honoured() {
+        let guard = pausing_guard(Duration::from_secs(2), Duration::from_secs(300));
+        let permit = guard.acquire().await;
+        guard.note_quota_exceeded(&permit, Some(Duration::from_secs(40)));
+        assert_eq!(pause_left(&guard), Duration::from_secs(40));
+        // A late 429 of an older request still honours its own Retry-After.
+        guard.note_quota_exceeded(&permit, Some(Duration::from_secs(90)));
+        assert_eq!(pause_left(&guard), Duration::from_secs(90));
     }
 }

@@ -350,7 +350,7 @@ impl RestClient {
         if let Some(json) = json {
             request = request.json(json);
         }
-        let _permit = inner.quota.acquire().await;
+        let permit = inner.quota.acquire().await;
         let started = Instant::now();
         let response = match request.send().await {
             Ok(r) => r,
@@ -364,6 +364,7 @@ impl RestClient {
         let status = response.status();
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
         if status.is_success() {
+            inner.quota.note_success();
             let bytes = read_body(response).await;
             inner.stats.record(ep, Outcome::Status(status.as_u16()), started.elapsed());
             tracing::debug!(
@@ -384,7 +385,7 @@ impl RestClient {
         inner.stats.record(ep, Outcome::Status(status.as_u16()), started.elapsed());
         let err = CloudError::from_status(status.as_u16(), reason.as_deref(), &text, retry_after, kind);
         if status == StatusCode::TOO_MANY_REQUESTS {
-            inner.quota.note_quota_exceeded(retry_after);
+            inner.quota.note_quota_exceeded(&permit, retry_after);
         }
         tracing::debug!(endpoint = ep.as_str(), status = status.as_u16(), error = %err, "cloud request refused");
         Err(err)

@@ -62,6 +62,9 @@ pub struct SimConfig {
     /// a wire skips them and resends the whole network ([`Shared::events_dropped`] counts them).
     /// Rounded up to a power of two.
     pub event_buffer: usize,
+    /// Send `Retry-After` with a 429. The service's specification does not promise the header,
+    /// so tests can take it away to see the client pace itself.
+    pub quota_retry_after: bool,
 }
 
 impl SimConfig {
@@ -80,6 +83,7 @@ impl SimConfig {
             max_wires_per_socket: 128,
             max_datapoint_interval: Duration::from_secs(31 * 24 * 3600),
             event_buffer: world::EVENT_BUFFER,
+            quota_retry_after: true,
         }
     }
 }

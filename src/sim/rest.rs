@@ -61,11 +61,11 @@ pub enum ApiError {
     /// An injected server failure: 500.
     #[error("Internal server error")]
     Injected,
-    /// A quota of the key is exhausted: 429 with `Retry-After`.
+    /// A quota of the key is exhausted: 429, with `Retry-After` when the simulator sends it.
     #[error("Quota limits exceeded")]
     Quota {
         /// When to try again.
-        retry_after: Duration,
+        retry_after: Option<Duration>,
     },
     /// Unknown path, id, network or image: 404.
     #[error("{0}")]
@@ -121,7 +121,7 @@ impl IntoResponse for ApiError {
                 let reason = hyper::ext::ReasonPhrase::from_static(KEY_REJECTED_REASON.as_bytes());
                 response.extensions_mut().insert(reason);
             }
-            ApiError::Quota { retry_after } => {
+            ApiError::Quota { retry_after: Some(retry_after) } => {
                 let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
             }
@@ -234,7 +234,10 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Response, ApiEr
         let key = key.unwrap_or_default();
         match auth.admit(key, now) {
             Some(guard) => guard,
-            None => return Err(ApiError::Quota { retry_after: auth.retry_after(key, now) }),
+            None => {
+                let retry_after = shared.config.quota_retry_after.then(|| auth.retry_after(key, now));
+                return Err(ApiError::Quota { retry_after });
+            }
         }
     };
     let route = Route::parse(request.method(), request.uri().path())?;
