@@ -373,6 +373,10 @@ mod tests {
             serde_yaml::from_str("url: mqtts://broker:8883\npassword: hunter2\nprotocol: \"3.1.1\"\n").unwrap();
         assert_eq!(m.protocol, Protocol::V311);
         assert!(!format!("{m:?}").contains("hunter2"), "password must not show in Debug");
+        for (text, protocol) in [("auto", Protocol::Auto), ("v5", Protocol::V5), ("v3", Protocol::V311)] {
+            let m: MqttSettings = serde_yaml::from_str(&format!("protocol: {text}\n")).unwrap();
+            assert_eq!(m.protocol, protocol, "{text}");
+        }
         let err = serde_yaml::from_str::<MqttSettings>("urll: x\n").unwrap_err().to_string();
         assert!(err.contains("urll"), "{err}");
         let ha: HaSettings = serde_yaml::from_str("discovery: component\n").unwrap();
