@@ -125,23 +125,37 @@ pub async fn retained_now(port: u16) -> BTreeMap<String, String> {
     let mut o = rumqttc::MqttOptions::new(format!("matrix-{}-{n}", std::process::id()), "127.0.0.1", port);
     o.set_max_packet_size(1 << 20, 1 << 20);
     let (client, mut el) = rumqttc::AsyncClient::new(o, 16);
+    let (mut out, mut subscribed, mut last_error) = (BTreeMap::new(), false, String::from("no SUBACK"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     client.subscribe("#", rumqttc::QoS::AtMostOnce).await.expect("subscribe queued");
-    let (mut out, mut subscribed) = (BTreeMap::new(), false);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while tokio::time::Instant::now() < deadline {
-        match tokio::time::timeout(Duration::from_millis(400), el.poll()).await {
+        // Quiet for 400 ms once subscribed ends the read. Before, the poll is not cut short: that
+        // would drop a connection attempt under way (NATS answers a CONNECT only once JetStream
+        // has looked the session up) and start another with the same client id.
+        let wait = if subscribed { Duration::from_millis(400) } else { deadline - tokio::time::Instant::now() };
+        match tokio::time::timeout(wait, el.poll()).await {
             Ok(Ok(Event::Incoming(Packet::Publish(p)))) if p.retain => {
                 out.insert(p.topic.clone(), String::from_utf8_lossy(&p.payload).into_owned());
             }
             Ok(Ok(Event::Incoming(Packet::SubAck(_)))) => subscribed = true,
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => panic!("subscriber on port {port}: {e}"),
-            Err(_) if subscribed => break,
+            Ok(Err(e)) => {
+                // A busy NATS node can drop a connection while JetStream is slow to answer it:
+                // read the whole set again on the next one (sessions are clean).
+                last_error = e.to_string();
+                println!("retained set on port {port}: {last_error}; reading it again");
+                (subscribed, out) = (false, BTreeMap::new());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                client.subscribe("#", rumqttc::QoS::AtMostOnce).await.expect("subscribe queued");
+            }
+            Err(_) if subscribed => {
+                let _ = client.disconnect().await;
+                return out;
+            }
             Err(_) => {}
         }
     }
-    let _ = client.disconnect().await;
-    out
+    panic!("no retained set read on port {port} within 20 s: {last_error}");
 }
 
 /// Polls the broker's retained set until it holds every snapshot topic with `bridge/state`
