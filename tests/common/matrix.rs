@@ -116,7 +116,7 @@ impl DemoBridge {
 static SUBSCRIBERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Every retained message on the broker (topic → payload), read by a fresh subscriber to `#` at
-/// QoS 0, as Home Assistant subscribes to discovery. At QoS 1 the demo's embedded broker
+/// QoS 0. At QoS 1 the demo's embedded broker
 /// (rumqttd) sends a new subscription no more retained messages than its in-flight window (100),
 /// and drops the rest.
 pub async fn retained_now(port: u16) -> BTreeMap<String, String> {
