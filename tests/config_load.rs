@@ -46,7 +46,7 @@ fn assert_defaults(c: &Config) {
     assert_eq!(c.mqtt.base_topic, "casambi");
     assert_eq!(c.mqtt.qos, 1);
     assert_eq!(c.mqtt.snapshot_qos, 0);
-    assert_eq!(c.mqtt.protocol, Protocol::V5);
+    assert_eq!(c.mqtt.protocol, Protocol::Auto);
     assert_eq!(c.mqtt.max_inflight, None);
     assert_eq!(c.mqtt.inflight(), 1024, "snapshots at QoS 0: a window for changes");
     assert_eq!(c.mqtt.tcp_nodelay, None);

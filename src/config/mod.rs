@@ -224,6 +224,7 @@ impl Config {
             (true, DiscoveryMode::Component) => format!("on (component, prefix {})", ha.discovery_prefix),
         };
         let protocol = match self.mqtt.protocol {
+            Protocol::Auto => "auto",
             Protocol::V5 => "v5",
             Protocol::V311 => "v3",
         };

@@ -188,7 +188,7 @@ fn hint(key: &str) -> Option<&'static str> {
         "mqtt.qos" | "mqtt.snapshot_qos" => "an integer 0..2",
         "cloud.max_requests_per_minute" | "cloud.max_concurrent_requests" => "a positive integer",
         "homeassistant.discovery" => "device or component",
-        "mqtt.protocol" => "v5 or v3",
+        "mqtt.protocol" => "auto, v5 or v3",
         "mqtt.max_inflight" => "an integer 1..65535",
         "mqtt.tcp_nodelay" => "true or false",
         "log.format" => "text or json",

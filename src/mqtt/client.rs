@@ -1,4 +1,5 @@
-//! The MQTT connection: one client over rumqttc, MQTT 5 or 3.1.1, plain or TLS.
+//! The MQTT connection: one client over rumqttc, MQTT 5 or 3.1.1 (or whichever the broker
+//! speaks, [`auto`]), plain or TLS.
 //!
 //! rumqttc only makes progress while its event loop is polled, so the loop runs in its own task
 //! and reports what matters as [`ClientEvent`]s on an unbounded channel (bounded would let a busy
@@ -13,9 +14,12 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod auto;
 mod poll;
 pub use poll::Events;
-use poll::{EventSender, poll_v3, poll_v5};
+use poll::{Backoff, EventSender, poll_v3, poll_v5};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Largest packet sent or accepted: retained discovery payloads of other integrations can be
 /// well above rumqttc's 10 KiB default, and a larger incoming packet would drop the connection.
@@ -112,15 +116,44 @@ impl Drop for LoopGuard {
 enum Inner {
     V3(rumqttc::AsyncClient),
     V5(rumqttc::v5::AsyncClient),
+    /// `mqtt.protocol: auto`: both handles, and the version the polling task settled on
+    /// ([`Spoken`]). Requests go to the MQTT 5 handle until 3.1.1 is chosen; nothing is sent
+    /// before the first CONNACK anyway (the publisher waits for [`ClientEvent::Connected`]).
+    Auto {
+        v5: rumqttc::v5::AsyncClient,
+        v3: rumqttc::AsyncClient,
+        spoken: Arc<AtomicU8>,
+    },
+}
+
+/// The version an `auto` connection settled on, as kept in its `AtomicU8`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Spoken {
+    Unknown = 0,
+    V5 = 5,
+    V311 = 3,
+}
+
+impl Spoken {
+    fn load(cell: &AtomicU8) -> Spoken {
+        match cell.load(Ordering::Acquire) {
+            5 => Spoken::V5,
+            3 => Spoken::V311,
+            _ => Spoken::Unknown,
+        }
+    }
+}
+
+/// The handle requests go to now.
+enum Conn<'a> {
+    V3(&'a rumqttc::AsyncClient),
+    V5(&'a rumqttc::v5::AsyncClient),
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let v = match self.inner {
-            Inner::V3(_) => "3.1.1",
-            Inner::V5(_) => "5",
-        };
-        f.debug_struct("Client").field("protocol", &v).field("qos", &self.qos).finish()
+        f.debug_struct("Client").field("protocol", &self.protocol_name()).field("qos", &self.qos).finish()
     }
 }
 
@@ -297,6 +330,68 @@ fn qos5(q: u8) -> rumqttc::v5::mqttbytes::QoS {
     }
 }
 
+/// What both protocol versions' options are made of.
+struct Spec<'a> {
+    client_id: &'a str,
+    host: String,
+    port: u16,
+    transport: Option<rumqttc::Transport>,
+    user: Option<(String, String)>,
+    will: Option<Will>,
+    qos: u8,
+    inflight: u16,
+    nodelay: bool,
+}
+
+impl Spec<'_> {
+    /// An MQTT 3.1.1 client and its event loop.
+    fn v3(&self) -> (rumqttc::AsyncClient, rumqttc::EventLoop) {
+        let mut o = rumqttc::MqttOptions::new(self.client_id, self.host.clone(), self.port);
+        o.set_keep_alive(KEEP_ALIVE)
+            .set_max_packet_size(MAX_PACKET, MAX_PACKET)
+            .set_clean_session(true)
+            .set_inflight(self.inflight.min(V3_INFLIGHT));
+        if let Some(t) = &self.transport {
+            o.set_transport(t.clone());
+        }
+        if let Some((u, p)) = &self.user {
+            o.set_credentials(u.clone(), p.clone());
+        }
+        if let Some(w) = &self.will {
+            o.set_last_will(rumqttc::LastWill::new(w.topic.clone(), w.payload.clone(), qos3(self.qos), true));
+        }
+        let (client, mut eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
+        eventloop.set_network_options(network_options(self.nodelay));
+        (client, eventloop)
+    }
+
+    /// An MQTT 5 client and its event loop.
+    fn v5(&self) -> (rumqttc::v5::AsyncClient, rumqttc::v5::EventLoop) {
+        let mut o = rumqttc::v5::MqttOptions::new(self.client_id, self.host.clone(), self.port);
+        o.set_keep_alive(KEEP_ALIVE)
+            .set_max_packet_size(Some(MAX_PACKET as u32))
+            .set_clean_start(true)
+            .set_outgoing_inflight_upper_limit(self.inflight);
+        if let Some(t) = &self.transport {
+            o.set_transport(t.clone());
+        }
+        if let Some((u, p)) = &self.user {
+            o.set_credentials(u.clone(), p.clone());
+        }
+        if let Some(w) = &self.will {
+            o.set_last_will(rumqttc::v5::mqttbytes::v5::LastWill::new(
+                w.topic.clone(),
+                w.payload.clone(),
+                qos5(self.qos),
+                true,
+                None,
+            ));
+        }
+        o.set_network_options(network_options(self.nodelay));
+        rumqttc::v5::AsyncClient::new(o, REQUEST_CAPACITY)
+    }
+}
+
 impl Client {
     /// Connects (in the background) with `client_id`, the last will `will` (retained), and
     /// returns the handle, the event stream and the event-loop task. The task ends after
@@ -346,55 +441,61 @@ impl Client {
         } else {
             Some((settings.username.clone(), settings.password.expose().to_string()))
         };
-        match settings.protocol {
+        let spec = Spec { client_id, host, port, transport, user, will, qos, inflight, nodelay: settings.nodelay() };
+        let (inner, task) = match settings.protocol {
             Protocol::V311 => {
-                let mut o = rumqttc::MqttOptions::new(client_id, host, port);
-                o.set_keep_alive(KEEP_ALIVE)
-                    .set_max_packet_size(MAX_PACKET, MAX_PACKET)
-                    .set_clean_session(true)
-                    .set_inflight(inflight.min(V3_INFLIGHT));
-                if let Some(t) = transport {
-                    o.set_transport(t);
-                }
-                if let Some((u, p)) = user {
-                    o.set_credentials(u, p);
-                }
-                if let Some(w) = will {
-                    o.set_last_will(rumqttc::LastWill::new(w.topic, w.payload, qos3(qos), true));
-                }
-                let (client, mut eventloop) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
-                eventloop.set_network_options(network_options(settings.nodelay()));
-                let task = tokio::spawn(poll_v3(eventloop, tx));
-                let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
-                Ok((Client { inner: Inner::V3(client), qos, _guard: guard }, rx, task))
+                let (client, eventloop) = spec.v3();
+                (Inner::V3(client), tokio::spawn(poll_v3(eventloop, tx, Backoff::new())))
             }
             Protocol::V5 => {
-                let mut o = rumqttc::v5::MqttOptions::new(client_id, host, port);
-                o.set_keep_alive(KEEP_ALIVE)
-                    .set_max_packet_size(Some(MAX_PACKET as u32))
-                    .set_clean_start(true)
-                    .set_outgoing_inflight_upper_limit(inflight);
-                if let Some(t) = transport {
-                    o.set_transport(t);
-                }
-                if let Some((u, p)) = user {
-                    o.set_credentials(u, p);
-                }
-                if let Some(w) = will {
-                    o.set_last_will(rumqttc::v5::mqttbytes::v5::LastWill::new(
-                        w.topic,
-                        w.payload,
-                        qos5(qos),
-                        true,
-                        None,
-                    ));
-                }
-                o.set_network_options(network_options(settings.nodelay()));
-                let (client, eventloop) = rumqttc::v5::AsyncClient::new(o, REQUEST_CAPACITY);
-                let task = tokio::spawn(poll_v5(eventloop, tx));
-                let guard = std::sync::Arc::new(LoopGuard(task.abort_handle()));
-                Ok((Client { inner: Inner::V5(client), qos, _guard: guard }, rx, task))
+                let (client, eventloop) = spec.v5();
+                (Inner::V5(client), tokio::spawn(poll_v5(eventloop, tx, Backoff::new())))
             }
+            Protocol::Auto => {
+                let (v5, v5_loop) = spec.v5();
+                let (v3, v3_loop) = spec.v3();
+                let spoken = Arc::new(AtomicU8::new(Spoken::Unknown as u8));
+                let task = tokio::spawn(auto::poll(v5_loop, v3_loop, spoken.clone(), tx));
+                (Inner::Auto { v5, v3, spoken }, task)
+            }
+        };
+        let guard = Arc::new(LoopGuard(task.abort_handle()));
+        Ok((Client { inner, qos, _guard: guard }, rx, task))
+    }
+
+    /// The handle requests go to now.
+    fn conn(&self) -> Conn<'_> {
+        match &self.inner {
+            Inner::V3(c) => Conn::V3(c),
+            Inner::V5(c) => Conn::V5(c),
+            Inner::Auto { v5, v3, spoken } => match Spoken::load(spoken) {
+                Spoken::V311 => Conn::V3(v3),
+                Spoken::V5 | Spoken::Unknown => Conn::V5(v5),
+            },
+        }
+    }
+
+    /// The protocol version spoken: `V5` or `V311`; `None` while `auto` has not settled (before
+    /// the broker's first answer).
+    pub fn protocol(&self) -> Option<Protocol> {
+        match &self.inner {
+            Inner::V3(_) => Some(Protocol::V311),
+            Inner::V5(_) => Some(Protocol::V5),
+            Inner::Auto { spoken, .. } => match Spoken::load(spoken) {
+                Spoken::V5 => Some(Protocol::V5),
+                Spoken::V311 => Some(Protocol::V311),
+                Spoken::Unknown => None,
+            },
+        }
+    }
+
+    /// [`Client::protocol`] as published in `<base>/bridge/info` (`mqtt_protocol`): `"5"` or
+    /// `"3.1.1"`, the names of the MQTT specifications; `None` while unsettled.
+    pub fn protocol_name(&self) -> Option<&'static str> {
+        match self.protocol()? {
+            Protocol::V5 => Some("5"),
+            Protocol::V311 => Some("3.1.1"),
+            Protocol::Auto => None,
         }
     }
 
@@ -420,9 +521,9 @@ impl Client {
         qos: u8,
     ) -> Result<(), ClientError> {
         let (topic, payload) = (topic.into(), payload.into().into_bytes());
-        let ok = match &self.inner {
-            Inner::V3(c) => c.publish(topic, qos3(qos), retain, payload).await.is_ok(),
-            Inner::V5(c) => c.publish(topic, qos5(qos), retain, payload).await.is_ok(),
+        let ok = match self.conn() {
+            Conn::V3(c) => c.publish(topic, qos3(qos), retain, payload).await.is_ok(),
+            Conn::V5(c) => c.publish(topic, qos5(qos), retain, payload).await.is_ok(),
         };
         if ok {
             crate::health::metrics::metrics().messages_published.inc();
@@ -449,12 +550,12 @@ impl Client {
         if filters.is_empty() {
             return Ok(());
         }
-        let r = match &self.inner {
-            Inner::V3(c) => c
+        let r = match self.conn() {
+            Conn::V3(c) => c
                 .subscribe_many(filters.iter().map(|f| rumqttc::SubscribeFilter::new(f.clone(), qos3(qos))))
                 .await
                 .is_ok(),
-            Inner::V5(c) => c
+            Conn::V5(c) => c
                 .subscribe_many(filters.iter().map(|f| {
                     let mut filter = rumqttc::v5::mqttbytes::v5::Filter::new(f.clone(), qos5(qos));
                     filter.preserve_retain = retain_as_published;
@@ -468,18 +569,18 @@ impl Client {
 
     /// Ends the subscription to `filter`.
     pub async fn unsubscribe(&self, filter: &str) -> Result<(), ClientError> {
-        let r = match &self.inner {
-            Inner::V3(c) => c.unsubscribe(filter).await.is_ok(),
-            Inner::V5(c) => c.unsubscribe(filter).await.is_ok(),
+        let r = match self.conn() {
+            Conn::V3(c) => c.unsubscribe(filter).await.is_ok(),
+            Conn::V5(c) => c.unsubscribe(filter).await.is_ok(),
         };
         if r { Ok(()) } else { Err(ClientError::Closed) }
     }
 
     /// Sends a clean DISCONNECT (after everything queued before it); the event loop then ends.
     pub async fn disconnect(&self) -> Result<(), ClientError> {
-        let r = match &self.inner {
-            Inner::V3(c) => c.disconnect().await.is_ok(),
-            Inner::V5(c) => c.disconnect().await.is_ok(),
+        let r = match self.conn() {
+            Conn::V3(c) => c.disconnect().await.is_ok(),
+            Conn::V5(c) => c.disconnect().await.is_ok(),
         };
         if r { Ok(()) } else { Err(ClientError::Closed) }
     }

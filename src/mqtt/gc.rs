@@ -16,8 +16,9 @@
 
 use super::client::{Client, ClientEvent, Events, Message};
 use super::discovery::{self, ORIGIN_NAME};
-use super::render::NetMirror;
+use super::render::{NetMirror, instance_object_id};
 use super::settings::{Config, MqttSettings};
+use super::topics::Layout;
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -34,13 +35,15 @@ pub enum Scope {
     NetworkSlug(String),
 }
 
-/// The scope of a retained message, or `None` when it is not this bridge's.
-pub fn scope_of(msg: &Message, base: &str, prefix: Option<&str>) -> Option<Scope> {
+/// The scope of a retained message, or `None` when it is not this bridge's (another bridge
+/// instance's own topics included).
+pub fn scope_of(msg: &Message, layout: &Layout, prefix: Option<&str>) -> Option<Scope> {
+    let base = layout.base();
     if let Some(rest) = msg.topic.strip_prefix(base).and_then(|r| r.strip_prefix('/')) {
         let first = rest.split('/').next().unwrap_or_default();
         return match first {
             "" => None,
-            "bridge" => Some(Scope::Bridge),
+            "bridge" => layout.owns_bridge_topic(&msg.topic)?.then_some(Scope::Bridge),
             net => Some(Scope::NetworkSlug(net.to_string())),
         };
     }
@@ -56,8 +59,12 @@ pub fn scope_of(msg: &Message, base: &str, prefix: Option<&str>) -> Option<Scope
     if !discovery::is_ours(&payload, base) {
         return None;
     }
-    if id.starts_with("bridge_") {
-        return Some(Scope::Bridge);
+    let first = id.split('_').next().unwrap_or_default();
+    if first == "bridge" || first.starts_with("bridge-") {
+        // A bridge's own config: this one's, or another instance's on the same base topic.
+        let own = instance_object_id(layout);
+        let ours = object_id.strip_prefix(own.as_str()).is_some_and(|r| r.is_empty() || r.starts_with('_'));
+        return ours.then_some(Scope::Bridge);
     }
     Some(Scope::NetworkKey(id.split('_').next().unwrap_or_default().to_string()))
 }
@@ -185,6 +192,11 @@ impl Sweeper {
         self.retry = true;
     }
 
+    /// The protocol version the main connection settled on, for the scans' connections.
+    pub fn speak(&mut self, protocol: super::Protocol) {
+        self.settings.protocol = protocol;
+    }
+
     /// A stale topic was cleared.
     pub fn cleared(&mut self) {
         self.cleared += 1;
@@ -284,20 +296,52 @@ mod tests {
     #[test]
     fn scopes() {
         let p = Some("homeassistant");
-        assert_eq!(scope_of(&msg("casambi/bridge/info", "{}"), "casambi", p), Some(Scope::Bridge));
-        assert_eq!(scope_of(&msg("casambi/home/unit/x", "{}"), "casambi", p), Some(Scope::NetworkSlug("home".into())));
+        let casambi = &Layout::new("casambi");
+        assert_eq!(scope_of(&msg("casambi/bridge/info", "{}"), casambi, p), Some(Scope::Bridge));
+        assert_eq!(scope_of(&msg("casambi/home/unit/x", "{}"), casambi, p), Some(Scope::NetworkSlug("home".into())));
         let ours = r#"{"origin":{"name":"casambi2mqtt"},"cmps":{"a":{"state_topic":"casambi/home/unit/x"}}}"#;
         assert_eq!(
-            scope_of(&msg("homeassistant/device/casambi2mqtt_abc123_d0c0ffee0001/config", ours), "casambi", p),
+            scope_of(&msg("homeassistant/device/casambi2mqtt_abc123_d0c0ffee0001/config", ours), casambi, p),
             Some(Scope::NetworkKey("abc123".into()))
         );
         assert_eq!(
-            scope_of(&msg("homeassistant/light/casambi2mqtt_abc123_d0c0ffee0001_light/config", ours), "casambi", p),
+            scope_of(&msg("homeassistant/light/casambi2mqtt_abc123_d0c0ffee0001_light/config", ours), casambi, p),
             Some(Scope::NetworkKey("abc123".into()))
         );
         // Another bridge's base topic, or another origin: not ours.
-        assert_eq!(scope_of(&msg("homeassistant/device/casambi2mqtt_abc/config", ours), "other", p), None);
+        assert_eq!(
+            scope_of(&msg("homeassistant/device/casambi2mqtt_abc/config", ours), &Layout::new("other"), p),
+            None
+        );
         let theirs = r#"{"origin":{"name":"zigbee2mqtt"},"state_topic":"casambi/x"}"#;
-        assert_eq!(scope_of(&msg("homeassistant/device/casambi2mqtt_abc/config", theirs), "casambi", p), None);
+        assert_eq!(scope_of(&msg("homeassistant/device/casambi2mqtt_abc/config", theirs), casambi, p), None);
+    }
+
+    #[test]
+    fn instances_on_one_base_topic_leave_each_other_alone() {
+        let p = Some("homeassistant");
+        let settings = |id: &str| MqttSettings { client_id: id.into(), instance_topics: true, ..Default::default() };
+        let (alone, east, west) =
+            (Layout::new("casambi"), Layout::of(&settings("east")), Layout::of(&settings("west")));
+        let config = |l: &Layout| {
+            let topic = l.bridge_state();
+            (
+                format!("homeassistant/device/{}/config", instance_object_id(l)),
+                format!(r#"{{"origin":{{"name":"casambi2mqtt"}},"cmps":{{"c":{{"state_topic":"{topic}"}}}}}}"#),
+            )
+        };
+        let component = |l: &Layout| format!("homeassistant/sensor/{}_version/config", instance_object_id(l));
+        for (mine, others) in [(&alone, [&east, &west]), (&east, [&alone, &west]), (&west, [&alone, &east])] {
+            let (topic, payload) = config(mine);
+            assert_eq!(scope_of(&msg(&topic, &payload), mine, p), Some(Scope::Bridge), "{topic}");
+            assert_eq!(scope_of(&msg(&component(mine), &payload), mine, p), Some(Scope::Bridge));
+            assert_eq!(scope_of(&msg(&mine.bridge_info(), "{}"), mine, p), Some(Scope::Bridge));
+            for other in others {
+                let (topic, payload) = config(other);
+                assert_eq!(scope_of(&msg(&topic, &payload), mine, p), None, "{topic} judged by {mine:?}");
+                assert_eq!(scope_of(&msg(&component(other), &payload), mine, p), None);
+                assert_eq!(scope_of(&msg(&other.bridge_state(), "online"), mine, p), None);
+            }
+        }
     }
 }

@@ -75,7 +75,7 @@ pub async fn run_with(
     if let Some(warning) = config.mqtt.latency_warning() {
         tracing::warn!("{warning}");
     }
-    let layout = topics::Layout::new(&config.mqtt.base_topic);
+    let layout = topics::Layout::of(&config.mqtt);
     let will = Will { topic: layout.bridge_state(), payload: "offline".into() };
     let (client, events, mut task) =
         Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), config.mqtt.inflight())?;

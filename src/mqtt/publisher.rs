@@ -114,7 +114,7 @@ impl Publisher {
         commands: mpsc::Sender<ResolvedCommand>,
         tuning: Tuning,
     ) -> Publisher {
-        let layout = Layout::new(&config.mqtt.base_topic);
+        let layout = Layout::of(&config.mqtt);
         let discovery = config.homeassistant.enabled.then(|| Discovery {
             prefix: config.homeassistant.discovery_prefix.clone(),
             mode: config.homeassistant.discovery,
@@ -218,14 +218,20 @@ impl Publisher {
             .collect();
         json!({
             "version": env!("CARGO_PKG_VERSION"),
+            "mqtt_protocol": self.client.protocol_name(),
             "networks": networks,
             "started_at": self.started_at.to_rfc3339_opts(SecondsFormat::Secs, true),
         })
     }
 
     async fn on_connected(&mut self) {
-        tracing::info!(url = %super::client::redact_url(&self.config.mqtt.url), "connected to the MQTT broker");
+        let protocol = self.client.protocol_name().unwrap_or_default();
+        tracing::info!(url = %super::client::redact_url(&self.config.mqtt.url), protocol, "connected to the MQTT broker");
         self.connected = true;
+        if let Some(spoken) = self.client.protocol() {
+            // The scans speak what the broker took, without asking it again.
+            self.sweeper.speak(spoken);
+        }
         // The bridge's subscriptions are QoS 0 whatever `mqtt.qos` says. Its sessions are clean,
         // so a higher QoS would keep nothing across a reconnection, and every delivery would
         // cost an acknowledgement: a packet the broker never answers, behind which Nagle's
@@ -533,9 +539,8 @@ impl Publisher {
     /// nothing wants it; a message of a network that has not loaded is let go (its scope noted,
     /// so that the network is scanned again once it loads).
     async fn judge_scanned(&mut self, m: Message) {
-        let base = &self.config.mqtt.base_topic;
         let prefix = self.config.homeassistant.enabled.then_some(self.config.homeassistant.discovery_prefix.as_str());
-        let Some(scope) = gc::scope_of(&m, base, prefix) else { return };
+        let Some(scope) = gc::scope_of(&m, &self.renderer.layout, prefix) else { return };
         let decidable =
             scope == Scope::Bridge || self.scopes.get_or_insert_with(|| gc::loaded_scopes(&self.nets)).contains(&scope);
         if !decidable {

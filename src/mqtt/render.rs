@@ -146,6 +146,17 @@ pub fn bridge_object_id(base: &str) -> String {
     format!("{}_bridge_{}", discovery::ORIGIN_NAME, discovery::key(base))
 }
 
+/// The object id of the bridge device of `layout`: [`bridge_object_id`], or with the instance
+/// id as `bridge-<instance>` (`_` stays the separator: gc::scope_of tells instances apart by it).
+pub fn instance_object_id(layout: &Layout) -> String {
+    match layout.instance() {
+        None => bridge_object_id(layout.base()),
+        Some(instance) => {
+            format!("{}_bridge-{}_{}", discovery::ORIGIN_NAME, discovery::key(instance), discovery::key(layout.base()))
+        }
+    }
+}
+
 /// The object id of a network device.
 pub fn network_object_id(network_id: &str) -> String {
     format!("{}_{}", discovery::ORIGIN_NAME, discovery::key(network_id))
@@ -187,13 +198,15 @@ impl Renderer {
     /// The bridge's topics: its device, `bridge/state` = `online`, `bridge/info`.
     pub fn bridge(&self, info: &Value) -> Topics {
         let l = &self.layout;
-        let oid = bridge_object_id(l.base());
+        let oid = instance_object_id(l);
         let base_slug = topics::slug_or_id(l.base(), &"casambi");
+        let instance = l.instance().map(topics::slug).unwrap_or_default();
+        let name = l.instance().map_or_else(|| "casambi2mqtt bridge".into(), |i| format!("casambi2mqtt bridge ({i})"));
         let device = Device {
             object_id: oid.clone(),
             device: json!({
                 "identifiers": [oid],
-                "name": "casambi2mqtt bridge",
+                "name": name,
                 "manufacturer": "casambi2mqtt",
                 "model": "casambi2mqtt",
                 "sw_version": env!("CARGO_PKG_VERSION"),
@@ -204,13 +217,13 @@ impl Renderer {
                     "connectivity",
                     format!("{oid}_connectivity"),
                     Name::FromClass,
-                    &discovery::entity_id("binary_sensor", &[&base_slug, "bridge"]),
+                    &discovery::entity_id("binary_sensor", &[&base_slug, "bridge", &instance]),
                     l.bridge_state(),
                     None,
                 ),
                 sensor::version(
                     format!("{oid}_version"),
-                    &discovery::entity_id("sensor", &[&base_slug, "bridge", "version"]),
+                    &discovery::entity_id("sensor", &[&base_slug, "bridge", &instance, "version"]),
                     l.bridge_info(),
                     self.bridge_availability(),
                 ),
@@ -277,7 +290,7 @@ impl Renderer {
                 "identifiers": [oid],
                 "name": v.status.name,
                 "model": "Lighting network",
-                "via_device": bridge_object_id(l.base()),
+                "via_device": instance_object_id(l),
             }),
             availability: avail,
             components,

@@ -34,8 +34,12 @@ pub enum SettingsError {
 /// MQTT protocol version spoken to the broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 pub enum Protocol {
-    /// MQTT 5 (the default).
+    /// MQTT 5 first, MQTT 3.1.1 when the broker refuses or closes an MQTT 5 CONNECT before its
+    /// CONNACK (the default; docs/brokers.md, "Protocol").
     #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// MQTT 5 only.
     #[serde(rename = "v5", alias = "5", alias = "5.0")]
     V5,
     /// MQTT 3.1.1, for older brokers.
@@ -70,12 +74,16 @@ pub struct MqttSettings {
     /// broker's CPU at a big site's start-up (acknowledgements read and written one by one).
     /// Changes keep `qos`.
     pub snapshot_qos: u8,
-    /// Protocol version: `v5` (default) or `v3` (3.1.1).
+    /// Protocol version: `auto` (default: MQTT 5, else 3.1.1), `v5` or `v3` (3.1.1).
     pub protocol: Protocol,
     /// Most unacknowledged QoS 1/2 publications (MQTT 5; the broker's Receive Maximum can lower
     /// it). Each slot costs ~216 bytes up front; a larger window helps only a broker with a long
     /// round trip. Unset: [`MqttSettings::inflight`] picks one from `snapshot_qos`.
     pub max_inflight: Option<u16>,
+    /// Whether the bridge's own topics (`<base>/bridge/…`) and its Home Assistant device carry
+    /// `client_id`, for several bridges sharing one `base_topic` (docs/brokers.md, "Scaling
+    /// out"). Off: the layout of a bridge alone on its base topic.
+    pub instance_topics: bool,
     /// Whether every packet leaves at once (`TCP_NODELAY`) or the kernel may gather the small
     /// packets written while an earlier one is unacknowledged (`false`: Nagle's algorithm).
     /// Unset: [`MqttSettings::nodelay`] picks one from `qos`.
@@ -136,8 +144,9 @@ impl Default for MqttSettings {
             base_topic: "casambi".into(),
             qos: 1,
             snapshot_qos: 0,
-            protocol: Protocol::V5,
+            protocol: Protocol::Auto,
             max_inflight: None,
+            instance_topics: false,
             tcp_nodelay: None,
         }
     }
@@ -259,6 +268,12 @@ impl Config {
         if m.client_id.is_empty() {
             return invalid("mqtt.client_id", "must not be empty".into());
         }
+        if m.instance_topics && !super::topics::valid_level(&m.client_id) {
+            return invalid(
+                "mqtt.client_id",
+                format!("{:?} names a topic level with mqtt.instance_topics: no / + # or NUL", m.client_id),
+            );
+        }
         if !valid_topic_prefix(&m.base_topic) {
             return invalid(
                 "mqtt.base_topic",
@@ -298,7 +313,7 @@ mod tests {
         assert_eq!(c.mqtt.client_id, "casambi2mqtt");
         assert_eq!(c.mqtt.base_topic, "casambi");
         assert_eq!(c.mqtt.qos, 1);
-        assert_eq!(c.mqtt.protocol, Protocol::V5);
+        assert_eq!(c.mqtt.protocol, Protocol::Auto);
         assert!(c.homeassistant.enabled);
         assert_eq!(c.homeassistant.discovery_prefix, "homeassistant");
         assert_eq!(c.homeassistant.status_topic, "homeassistant/status");
@@ -358,6 +373,10 @@ mod tests {
             serde_yaml::from_str("url: mqtts://broker:8883\npassword: hunter2\nprotocol: \"3.1.1\"\n").unwrap();
         assert_eq!(m.protocol, Protocol::V311);
         assert!(!format!("{m:?}").contains("hunter2"), "password must not show in Debug");
+        for (text, protocol) in [("auto", Protocol::Auto), ("v5", Protocol::V5), ("v3", Protocol::V311)] {
+            let m: MqttSettings = serde_yaml::from_str(&format!("protocol: {text}\n")).unwrap();
+            assert_eq!(m.protocol, protocol, "{text}");
+        }
         let err = serde_yaml::from_str::<MqttSettings>("urll: x\n").unwrap_err().to_string();
         assert!(err.contains("urll"), "{err}");
         let ha: HaSettings = serde_yaml::from_str("discovery: component\n").unwrap();
@@ -372,6 +391,9 @@ mod tests {
         let mut c = Config::default();
         c.mqtt.url = "http://x".into();
         assert!(c.validate().unwrap_err().to_string().starts_with("mqtt.url"));
+        let mut c = Config::default();
+        (c.mqtt.instance_topics, c.mqtt.client_id) = (true, "site/east".into());
+        assert!(c.validate().unwrap_err().to_string().starts_with("mqtt.client_id"));
         let mut c = Config::default();
         c.homeassistant.discovery_prefix = "casambi".into();
         assert!(c.validate().unwrap_err().to_string().starts_with("homeassistant.discovery_prefix"));

@@ -149,12 +149,50 @@ pub fn valid_level(level: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct Layout {
     base: String,
+    /// The instance id of a bridge that shares its base topic with others
+    /// (`mqtt.instance_topics`): its own topics then lie under `<base>/bridge/<instance>/`.
+    instance: Option<String>,
 }
 
 impl Layout {
-    /// The layout under `base` (`mqtt.base_topic`).
+    /// The layout under `base` (`mqtt.base_topic`) of a bridge alone on it.
     pub fn new(base: &str) -> Layout {
-        Layout { base: base.to_string() }
+        Layout { base: base.to_string(), instance: None }
+    }
+
+    /// The layout `settings` ask for: with `mqtt.instance_topics`, the bridge's own topics carry
+    /// its `mqtt.client_id` (docs/brokers.md, "Scaling out").
+    pub fn of(settings: &super::MqttSettings) -> Layout {
+        let instance = settings.instance_topics.then(|| settings.client_id.clone());
+        Layout { base: settings.base_topic.clone(), instance }
+    }
+
+    /// The instance id, when the bridge's own topics carry one.
+    pub fn instance(&self) -> Option<&str> {
+        self.instance.as_deref()
+    }
+
+    /// `<base>/bridge`, or `<base>/bridge/<instance>`: where the bridge's own topics lie. Network
+    /// slugs never take `bridge` ([`assign`]'s reserved names), so every instance's bridge
+    /// topics stay out of the networks' way, and `<base>/bridge/#` shows them all.
+    fn bridge_prefix(&self) -> String {
+        match &self.instance {
+            None => format!("{}/bridge", self.base),
+            Some(instance) => format!("{}/bridge/{instance}", self.base),
+        }
+    }
+
+    /// For a topic under `<base>/bridge/`: whether it is this bridge's own (`Some(true)`) or
+    /// another instance's (`Some(false)`); `None` for any other topic. The layout without an
+    /// instance owns the topics one level below `<base>/bridge/`, an instance those below
+    /// `<base>/bridge/<instance>/`.
+    pub fn owns_bridge_topic(&self, topic: &str) -> Option<bool> {
+        let rest = topic.strip_prefix(self.base.as_str())?.strip_prefix("/bridge/")?;
+        Some(match (&self.instance, rest.split_once('/')) {
+            (None, None) => true,
+            (Some(instance), Some((level, leaf))) => level == instance && !leaf.contains('/'),
+            _ => false,
+        })
     }
 
     // Topics are joined with `[..].join("/")`, not `format!`: a state change builds one per
@@ -166,19 +204,20 @@ impl Layout {
         &self.base
     }
 
-    /// `<base>/bridge/state`: `online`/`offline`, retained, also the last will.
+    /// `<base>/bridge/state` (or `<base>/bridge/<instance>/state`): `online`/`offline`, retained,
+    /// also the last will.
     pub fn bridge_state(&self) -> String {
-        format!("{}/bridge/state", self.base)
+        format!("{}/state", self.bridge_prefix())
     }
 
     /// `<base>/bridge/info`: retained JSON.
     pub fn bridge_info(&self) -> String {
-        format!("{}/bridge/info", self.base)
+        format!("{}/info", self.bridge_prefix())
     }
 
     /// `<base>/bridge/error`: non-retained JSON.
     pub fn bridge_error(&self) -> String {
-        format!("{}/bridge/error", self.base)
+        format!("{}/error", self.bridge_prefix())
     }
 
     /// `<base>/<net>`: the network JSON.
@@ -351,6 +390,31 @@ mod tests {
         let s = assign([("abc1".to_string(), "Bridge"), ("ff".to_string(), "Home")], &["bridge"]);
         assert_eq!(s["abc1"], "bridge-abc1");
         assert_eq!(s["ff"], "home");
+    }
+
+    #[test]
+    fn instances_own_their_bridge_topics_and_no_other() {
+        let alone = Layout::new("casambi");
+        let mut settings = crate::mqtt::MqttSettings { client_id: "east".into(), ..Default::default() };
+        assert_eq!(Layout::of(&settings).bridge_state(), "casambi/bridge/state", "off unless asked for");
+        settings.instance_topics = true;
+        let east = Layout::of(&settings);
+        assert_eq!(east.bridge_state(), "casambi/bridge/east/state");
+        assert_eq!(east.bridge_info(), "casambi/bridge/east/info");
+        assert_eq!(east.bridge_error(), "casambi/bridge/east/error");
+        assert_eq!(alone.bridge_info(), "casambi/bridge/info");
+        assert_eq!(east.unit("home", "lamp"), alone.unit("home", "lamp"), "only the bridge's own topics move");
+        for (topic, alone_owns, east_owns) in [
+            ("casambi/bridge/state", Some(true), Some(false)),
+            ("casambi/bridge/east/state", Some(false), Some(true)),
+            ("casambi/bridge/west/info", Some(false), Some(false)),
+            ("casambi/bridge/east/x/y", Some(false), Some(false)),
+            ("casambi/home/unit/lamp", None, None),
+            ("other/bridge/state", None, None),
+        ] {
+            assert_eq!(alone.owns_bridge_topic(topic), alone_owns, "{topic}");
+            assert_eq!(east.owns_bridge_topic(topic), east_owns, "{topic}");
+        }
     }
 
     #[test]

@@ -55,17 +55,23 @@ impl Events {
 }
 
 /// Backoff state of the polling task.
-struct Backoff {
+pub(super) struct Backoff {
     next: Duration,
     connected: bool,
 }
 
 impl Backoff {
-    fn new() -> Backoff {
+    pub(super) fn new() -> Backoff {
         Backoff { next: BACKOFF_START, connected: false }
     }
 
-    async fn connected(&mut self, tx: &EventSender) -> bool {
+    /// Whether the last connection attempt has not (yet) got its CONNACK: a failure now is the
+    /// broker's answer to the CONNECT, not the loss of a working connection.
+    pub(super) fn connecting(&self) -> bool {
+        !self.connected
+    }
+
+    pub(super) async fn connected(&mut self, tx: &EventSender) -> bool {
         self.next = BACKOFF_START;
         self.connected = true;
         crate::health::metrics::metrics().mqtt_connected.set(1);
@@ -73,7 +79,7 @@ impl Backoff {
     }
 
     /// Reports the loss once, then waits before the next attempt.
-    async fn failed(&mut self, error: String, tx: &EventSender) -> bool {
+    pub(super) async fn failed(&mut self, error: String, tx: &EventSender) -> bool {
         if std::mem::replace(&mut self.connected, false) {
             tracing::warn!(%error, "MQTT connection lost; reconnecting");
             crate::health::metrics::metrics().mqtt_connected.set(0);
@@ -91,9 +97,8 @@ impl Backoff {
 }
 
 /// Polls an MQTT 3.1.1 event loop until the client disconnects or the consumer is gone.
-pub(super) async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: EventSender) {
+pub(super) async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: EventSender, mut backoff: Backoff) {
     use rumqttc::{Event, Outgoing, Packet};
-    let mut backoff = Backoff::new();
     loop {
         let keep_going = match eventloop.poll().await {
             Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx).await,
@@ -114,11 +119,10 @@ pub(super) async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: EventSender) 
 }
 
 /// Polls an MQTT 5 event loop until the client disconnects or the consumer is gone.
-pub(super) async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: EventSender) {
+pub(super) async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: EventSender, mut backoff: Backoff) {
     use rumqttc::Outgoing;
     use rumqttc::v5::Event;
     use rumqttc::v5::mqttbytes::v5::Packet;
-    let mut backoff = Backoff::new();
     loop {
         let keep_going = match eventloop.poll().await {
             Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx).await,
@@ -136,6 +140,17 @@ pub(super) async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: EventSend
             Ok(Event::Outgoing(Outgoing::Disconnect)) => false,
             Ok(_) => true,
             Err(rumqttc::v5::ConnectionError::RequestsDone) => false,
+            Err(e) if backoff.connecting() => {
+                // A broker that does not speak MQTT 5 often just hangs up: say what would help.
+                let error = match super::auto::v5_not_spoken(&e) {
+                    Some(answer) => format!(
+                        "{answer}: the broker may not speak MQTT 5 (mqtt.protocol: v5); \
+                         mqtt.protocol: auto or v3 tries MQTT 3.1.1"
+                    ),
+                    None => describe_v5(&e),
+                };
+                backoff.failed(error, &tx).await
+            }
             Err(e) => backoff.failed(describe_v5(&e), &tx).await,
         };
         if !keep_going {
