@@ -33,7 +33,7 @@ enum Command {
     Sim(SimArgs),
     /// Validate the configuration, log in, and list the networks, units, scenes, groups and
     /// Home Assistant entities the bridge would create. Publishes nothing.
-    Check(cli::ConfigArgs),
+    Check(cli::CheckArgs),
     /// Ask a running bridge's /healthz (for container health checks); exit 0 when healthy.
     Healthcheck(cli::HealthcheckArgs),
 }

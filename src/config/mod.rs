@@ -31,6 +31,7 @@ pub use file::{
     DEFAULT_MAX_REQUESTS_PER_MINUTE, DEFAULT_POLL_INTERVAL, DEFAULT_RESYNC_INTERVAL, DEFAULT_SESSION_HEADER,
     DEFAULT_WIRE_PING_INTERVAL, DEFAULT_WS_URL, LogFormat, fields_of,
 };
+pub(crate) use secrets::io_reason;
 
 use crate::bridge::{CloudSettings, CredentialSettings};
 use crate::mqtt::client::redact_url;

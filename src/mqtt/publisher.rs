@@ -14,14 +14,14 @@
 
 use super::client::{Client, ClientEvent, Events, Message};
 use super::commands::{self, Intake, ResolvedCommand};
-use super::discovery::{self, Discovery};
+use super::discovery;
 use super::gc::{self, Scope};
 use super::plan;
 use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
 use super::state_text::StateText;
 use super::store::{Op, Receipt, Store};
-use super::topics::{self, Layout};
+use super::topics;
 use crate::bridge::state::UnitEvent;
 use crate::bridge::update::Update;
 use crate::cloud::model::Control;
@@ -114,13 +114,7 @@ impl Publisher {
         commands: mpsc::Sender<ResolvedCommand>,
         tuning: Tuning,
     ) -> Publisher {
-        let layout = Layout::new(&config.mqtt.base_topic);
-        let discovery = config.homeassistant.enabled.then(|| Discovery {
-            prefix: config.homeassistant.discovery_prefix.clone(),
-            mode: config.homeassistant.discovery,
-            qos: config.mqtt.qos,
-        });
-        let renderer = Renderer { layout, discovery, attribute_topics: config.output.attribute_topics };
+        let renderer = Renderer::of(&config);
         let filters = gc::scan_filters(&config);
         let config_scan = config.mqtt.clone();
         let mut p = Publisher {

@@ -174,6 +174,20 @@ fn entity_name(name: &str, device_name: &str, kind: &str, id: u32) -> Name {
 }
 
 impl Renderer {
+    /// The renderer of a bridge with these settings.
+    pub fn of(config: &super::settings::Config) -> Renderer {
+        let discovery = config.homeassistant.enabled.then(|| Discovery {
+            prefix: config.homeassistant.discovery_prefix.clone(),
+            mode: config.homeassistant.discovery,
+            qos: config.mqtt.qos,
+        });
+        Renderer {
+            layout: Layout::new(&config.mqtt.base_topic),
+            discovery,
+            attribute_topics: config.output.attribute_topics,
+        }
+    }
+
     fn bridge_availability(&self) -> Vec<String> {
         vec![self.layout.bridge_state()]
     }
@@ -187,9 +201,34 @@ impl Renderer {
     /// The bridge's topics: its device, `bridge/state` = `online`, `bridge/info`.
     pub fn bridge(&self, info: &Value) -> Topics {
         let l = &self.layout;
+        let mut out = Vec::new();
+        self.push_discovery(&mut out, &self.bridge_device());
+        out.push((l.bridge_state(), "online".into()));
+        out.push((l.bridge_info(), info.to_string()));
+        out
+    }
+
+    /// How many entities Home Assistant lists for the bridge's own device: the components
+    /// discovery publishes for it.
+    pub fn bridge_entity_count(&self) -> usize {
+        self.bridge_device().components.len()
+    }
+
+    /// How many entities Home Assistant lists for a network: the components discovery publishes
+    /// for its device and its units' devices.
+    pub fn network_entity_count(&self, m: &NetMirror) -> usize {
+        let units = m.view.units.iter().filter_map(|(id, unit)| {
+            m.unit_slugs.get(id).map(|slug| self.unit_device(m, unit, slug, &m.caps(unit)).components.len())
+        });
+        self.network_device(m).components.len() + units.sum::<usize>()
+    }
+
+    /// The bridge's own device: its connectivity and its version.
+    fn bridge_device(&self) -> Device {
+        let l = &self.layout;
         let oid = bridge_object_id(l.base());
         let base_slug = topics::slug_or_id(l.base(), &"casambi");
-        let device = Device {
+        Device {
             object_id: oid.clone(),
             device: json!({
                 "identifiers": [oid],
@@ -215,17 +254,22 @@ impl Renderer {
                     self.bridge_availability(),
                 ),
             ],
-        };
+        }
+    }
+
+    /// A network's topics: its device, its JSON and its availability.
+    pub fn network(&self, m: &NetMirror) -> Topics {
+        let l = &self.layout;
+        let (v, net) = (&m.view, m.slug.as_str());
         let mut out = Vec::new();
-        self.push_discovery(&mut out, &device);
-        out.push((l.bridge_state(), "online".into()));
-        out.push((l.bridge_info(), info.to_string()));
+        self.push_discovery(&mut out, &self.network_device(m));
+        out.push((l.network(net), network_json(&v.status, &v.scenes).to_string()));
+        out.push((l.network_availability(net), if v.status.available() { "online" } else { "offline" }.into()));
         out
     }
 
-    /// A network's topics: its device (dim level, cloud connection, a switch per scene, a
-    /// light per group), its JSON and its availability.
-    pub fn network(&self, m: &NetMirror) -> Topics {
+    /// A network's device: dim level, cloud connection, a switch per scene, a light per group.
+    fn network_device(&self, m: &NetMirror) -> Device {
         let l = &self.layout;
         let v = &m.view;
         let net = m.slug.as_str();
@@ -271,7 +315,7 @@ impl Renderer {
                 dimmable,
             ));
         }
-        let device = Device {
+        Device {
             object_id: oid.clone(),
             device: json!({
                 "identifiers": [oid],
@@ -281,12 +325,7 @@ impl Renderer {
             }),
             availability: avail,
             components,
-        };
-        let mut out = Vec::new();
-        self.push_discovery(&mut out, &device);
-        out.push((l.network(net), network_json(&v.status, &v.scenes).to_string()));
-        out.push((l.network_availability(net), if v.status.available() { "online" } else { "offline" }.into()));
-        out
+        }
     }
 
     /// The unit JSON of a unit of `m` (all keys present).
