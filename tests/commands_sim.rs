@@ -239,6 +239,9 @@ async fn invalid_commands_are_refused_and_send_nothing() {
         (unit(4), "ON", "unit Hallway presence is not a light"),
         (unit(1), r#"{"brightness":300}"#, "brightness 300 outside 0..255"),
         (Target::Group(9), "ON", "group 9 is not known in network Home"),
+        (unit(99), "ON", "unit 99 is not known in network Home"),
+        // The demo's garage light is offline: the cloud would take the message and do nothing.
+        (unit(7), "ON", "unit Garage light is offline; command not sent"),
         (Target::Network, r#"{"dim_level":42}"#, "dim_level 42 outside 0..1"),
     ];
     for (target, payload, reason) in bad {

@@ -17,7 +17,7 @@
 //! its Dimmer, the control every client uses; only units whose controls say on/off and nothing
 //! dimmable get `OnOff`. The unit's capabilities are checked first: colour to a unit without
 //! colour, colour temperature to a unit without CCT and brightness to an on/off-only unit are
-//! refused with the reason.
+//! refused with the reason, and so is any command to a unit the cloud reports offline.
 
 use super::error::CommandError;
 use super::known::{Key, NetworkInfo, UnitInfo};
@@ -71,8 +71,11 @@ fn unknown(kind: &'static str, id: u32, net: &NetworkInfo) -> CommandError {
     CommandError::UnknownTarget { kind, id, network: net.name.clone() }
 }
 
-/// Checks a unit command against the unit's capabilities.
+/// Checks a unit command against the unit's reachability and capabilities.
 fn check_unit(c: &LightCommand, u: &UnitInfo) -> Result<(), CommandError> {
+    if u.state.online == Some(false) {
+        return Err(CommandError::Offline(u.name()));
+    }
     let missing = |control| Err(CommandError::Unsupported { unit: u.name(), control });
     if c.color.is_some() && !u.caps.color {
         return missing("colour");

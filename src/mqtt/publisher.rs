@@ -277,6 +277,14 @@ impl Publisher {
         self.held_errors.push_back(payload);
     }
 
+    /// Refuses a command the dispatcher never gets: logged and on `bridge/error`, like the
+    /// dispatcher's own refusals.
+    async fn refuse(&mut self, topic: &str, reason: &str) {
+        tracing::warn!(%topic, reason, "command rejected");
+        let error = serde_json::json!({"topic": topic, "reason": reason});
+        self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+    }
+
     async fn on_message(&mut self, m: Message) {
         if self.config.homeassistant.enabled && m.topic == self.config.homeassistant.status_topic {
             // A retained birth arrives with every subscription; the connection's own resync
@@ -293,16 +301,14 @@ impl Publisher {
         match commands::classify(&self.renderer.layout, &m) {
             Intake::Forward(message) => match commands::resolve(&self.renderer.layout, &self.nets, &message.topic) {
                 Some((network, target)) => {
-                    if let Err(e) = self.commands.try_send(ResolvedCommand { message, network, target }) {
-                        tracing::warn!(topic = %m.topic, error = %e, "command dropped");
-                    }
+                    let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
+                        Ok(()) => return,
+                        Err(mpsc::error::TrySendError::Full(_)) => "too many commands waiting; command dropped",
+                        Err(mpsc::error::TrySendError::Closed(_)) => "the bridge is stopping; command dropped",
+                    };
+                    self.refuse(&m.topic, reason).await;
                 }
-                None => {
-                    let reason = "no network, unit, group or scene has this command topic";
-                    tracing::warn!(topic = %m.topic, reason, "command rejected");
-                    let error = serde_json::json!({"topic": m.topic, "reason": reason});
-                    self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
-                }
+                None => self.refuse(&m.topic, "no network, unit, group or scene has this command topic").await,
             },
             Intake::Retained => {
                 tracing::warn!(topic = %m.topic, "ignoring a retained command (a replay); clearing it from the broker");
