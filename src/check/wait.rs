@@ -257,3 +257,15 @@ async fn check_broker(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn counts_take_the_singular_for_one_only() {
+        assert_eq!(counted(1, "network", "networks"), "1 network");
+        assert_eq!(counted(2, "network", "networks"), "2 networks");
+        assert_eq!(counted(0, "credentials entry", "credentials entries"), "0 credentials entries");
+    }
+}
