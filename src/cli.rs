@@ -119,13 +119,17 @@ pub async fn run(args: ConfigArgs) -> ExitCode {
         Err(code) => return code,
     };
     init_from(&config);
-    run_config(config, None).await
+    run_config(config).await
 }
 
 /// Runs the bridge with a loaded configuration until a signal; maps the outcome to an exit code.
-/// `started` receives the running bridge's handles (the demo prints its health address).
-async fn run_config(config: Config, started: Option<oneshot::Sender<app::Running>>) -> ExitCode {
+async fn run_config(config: Config) -> ExitCode {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "casambi2mqtt starting");
+    exit_code(app::run(config, on_signal(), None).await)
+}
+
+/// A token cancelled on SIGINT or SIGTERM.
+fn on_signal() -> CancellationToken {
     let shutdown = CancellationToken::new();
     let signal_token = shutdown.clone();
     tokio::spawn(async move {
@@ -135,7 +139,12 @@ async fn run_config(config: Config, started: Option<oneshot::Sender<app::Running
         tracing::info!("shutting down");
         signal_token.cancel();
     });
-    match app::run(config, shutdown, started).await {
+    shutdown
+}
+
+/// The exit code of a run's outcome, with its errors printed.
+fn exit_code(outcome: Result<Outcome, app::AppError>) -> ExitCode {
+    match outcome {
         Ok(Outcome::Stopped) => ExitCode::SUCCESS,
         Ok(Outcome::AllRejected(reasons)) => {
             for r in reasons {
@@ -239,33 +248,38 @@ async fn demo_inner(args: DemoArgs) -> anyhow::Result<ExitCode> {
             (format!("mqtt://{}", SocketAddr::new(reachable_ip(bound.ip()), bound.port())), "v3")
         }
     };
-    let health = if port_is_free(DEMO_HEALTH) { DEMO_HEALTH } else { SocketAddr::new(DEMO_HEALTH.ip(), 0) };
-    let yaml = format!(
-        "cloud:\n  base_url: {base}\n  ws_url: {ws}\n  api_key: demo-key\n  poll_interval: 5s\n\
-         networks:\n  - email: demo@example.com\n    password: demo\n\
-         mqtt:\n  url: {mqtt_url}\n  protocol: {protocol}\n  client_id: casambi2mqtt-demo\n\
-         health:\n  listen: {health}\n",
-        base = sim.base_url(),
-        ws = sim.ws_url(),
-    );
-    let config = config::parse(&yaml, std::env::vars()).context("demo configuration")?;
-    let (started_tx, started_rx) = oneshot::channel::<app::Running>();
-    let base_url = sim.base_url();
-    tokio::spawn(async move {
-        if let Ok(running) = started_rx.await {
-            print!("{}", banner(&base_url, &broker, running.health_addr));
+    let shutdown = on_signal();
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "casambi2mqtt starting");
+    // The health endpoint where `healthcheck` asks by default; elsewhere when that is taken.
+    for health in [DEMO_HEALTH, SocketAddr::new(DEMO_HEALTH.ip(), 0)] {
+        let yaml = format!(
+            "cloud:\n  base_url: {base}\n  ws_url: {ws}\n  api_key: demo-key\n  poll_interval: 5s\n\
+             networks:\n  - email: demo@example.com\n    password: demo\n\
+             mqtt:\n  url: {mqtt_url}\n  protocol: {protocol}\n  client_id: casambi2mqtt-demo\n\
+             health:\n  listen: {health}\n",
+            base = sim.base_url(),
+            ws = sim.ws_url(),
+        );
+        let config = config::parse(&yaml, std::env::vars()).context("demo configuration")?;
+        let (started_tx, started_rx) = oneshot::channel::<app::Running>();
+        let (base_url, shown) = (sim.base_url(), broker.clone());
+        tokio::spawn(async move {
+            if let Ok(running) = started_rx.await {
+                print!("{}", banner(&base_url, &shown, running.health_addr));
+            }
+        });
+        match app::run(config, shutdown.clone(), Some(started_tx)).await {
+            Err(app::AppError::Health { addr, source }) if addr == DEMO_HEALTH => {
+                tracing::info!(%addr, error = %source, "the default health address is taken; using a free port");
+            }
+            outcome => return Ok(exit_code(outcome)),
         }
-    });
-    Ok(run_config(config, Some(started_tx)).await)
+    }
+    anyhow::bail!("no address for the health endpoint")
 }
 
 /// The health endpoint of the demo: where `casambi2mqtt healthcheck` asks by default, when free.
 const DEMO_HEALTH: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8099);
-
-/// Whether `addr` can be listened on now.
-fn port_is_free(addr: SocketAddr) -> bool {
-    std::net::TcpListener::bind(addr).is_ok()
-}
 
 /// Loopback for an unspecified address (0.0.0.0, ::), which cannot be connected to.
 fn reachable_ip(ip: IpAddr) -> IpAddr {
@@ -277,6 +291,7 @@ fn reachable_ip(ip: IpAddr) -> IpAddr {
 }
 
 /// The broker the demo's bridge publishes to.
+#[derive(Clone)]
 enum Broker {
     /// The embedded one, on this address.
     Embedded(SocketAddr),

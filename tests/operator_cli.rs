@@ -293,6 +293,24 @@ impl Demo {
         }
     }
 
+    /// Runs the `healthcheck` command the banner prints, until it succeeds (healthy once every
+    /// network is live, which may follow the bridge's `online` by a moment; at most 15 s).
+    fn printed_healthcheck_succeeds(&self) {
+        let health = self.line("health");
+        let command = health.split_once("(casambi2mqtt ").map(|(_, c)| c.trim_end_matches(')')).unwrap();
+        let args: Vec<&str> = command.split(' ').collect();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let out = Command::new(BIN).args(&args).output().unwrap();
+            if out.status.success() {
+                return;
+            }
+            let said = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(Instant::now() < deadline, "`casambi2mqtt {command}` next to the demo: {said}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
     /// SIGTERM; asserts a clean exit within 5 s.
     fn stop(mut self) {
         sigterm(&mut self.child);
@@ -336,21 +354,7 @@ fn demo_serves_mqtt_5_and_3_1_1_on_the_printed_address() {
     assert_eq!(first_message(port, "mqttv5", "casambi/bridge/state", 20), "online");
     assert_eq!(first_message(port, "mqttv311", "casambi/bridge/state", 20), "online");
 
-    // The health address printed answers healthcheck with the command printed.
-    let health = demo.line("health");
-    let command = health.split_once("(casambi2mqtt ").map(|(_, c)| c.trim_end_matches(')')).unwrap();
-    let args: Vec<&str> = command.split(' ').collect();
-    // (Healthy once every network is live, which may follow the bridge's `online` by a moment.)
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let out = Command::new(BIN).args(&args).output().unwrap();
-        if out.status.success() {
-            break;
-        }
-        let said = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(Instant::now() < deadline, "`casambi2mqtt {command}` next to the demo: {said}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    demo.printed_healthcheck_succeeds();
 
     // A command from an MQTT 5 client reaches the bridge: the offline garage light is refused
     // on bridge/error (read by a 3.1.1 client) and in the log.
@@ -377,6 +381,19 @@ fn demo_serves_mqtt_5_and_3_1_1_on_the_printed_address() {
         .unwrap_or_else(|| panic!("no entities= in the start-up summary:\n{log}"));
     assert_eq!(entities, discovered_entities(port), "the summary counts what Home Assistant lists");
     assert!(!log.contains('\u{1b}'), "no colour codes in logs to a pipe:\n{log}");
+    demo.stop();
+}
+
+/// With the default health address taken (here, or by another process), the demo serves health
+/// on a free port and prints it with the healthcheck command that reaches it.
+#[test]
+fn demo_prints_a_free_health_address_when_the_default_is_taken() {
+    let _held = std::net::TcpListener::bind("127.0.0.1:8099");
+    let demo = Demo::start(&["--mqtt-port", "0"], &[]);
+    let health = demo.line("health");
+    assert!(!health.contains(":8099/"), "{health}");
+    assert!(health.contains("(casambi2mqtt healthcheck --listen 127.0.0.1:"), "{health}");
+    demo.printed_healthcheck_succeeds();
     demo.stop();
 }
 
