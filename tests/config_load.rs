@@ -292,6 +292,9 @@ fn secrets_stay_out_of_debug_and_summary() {
     assert!(!summary.contains("one@example.com"), "{summary}");
     assert!(summary.contains("mqtts://broker.example.com:8884"), "{summary}");
     assert!(summary.contains("2 credentials entries (2 network ids, 1 open to all)"), "{summary}");
+    let one = config::parse("cloud: {api_key: k}\nnetworks: [{email: a@b, password: p, ids: [n1]}]\n", env(&[]));
+    let one = one.unwrap().summary();
+    assert!(one.contains("1 credentials entry (1 network id, 0 open to all)"), "{one}");
 
     let c = config::parse(
         "cloud: {api_key: k}\nnetworks: [{email: a@b, password: p}]\nmqtt: {url: \"mqtt://user:hunter2@broker\"}\n",

@@ -234,13 +234,14 @@ impl Config {
         };
         let health = self.health.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
         format!(
-            "config {source}: cloud {} (ws {}), {} credentials entr{} ({ids} network ids, {open} open to all), \
+            "config {source}: cloud {} (ws {}), {} credentials entr{} ({ids} network id{}, {open} open to all), \
              poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({protocol}, qos {}, base topic {}), \
              discovery {discovery}, attribute topics {}; health {health}; log {} {format}",
             redact_url(c.base_url.as_str()),
             redact_url(&c.ws_url),
             self.networks.len(),
             if self.networks.len() == 1 { "y" } else { "ies" },
+            if ids == 1 { "" } else { "s" },
             humantime::format_duration(c.poll_interval),
             humantime::format_duration(c.resync_interval),
             c.max_requests_per_minute,
