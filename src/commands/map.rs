@@ -17,7 +17,8 @@
 //! its Dimmer, the control every client uses; only units whose controls say on/off and nothing
 //! dimmable get `OnOff`. The unit's capabilities are checked first: colour to a unit without
 //! colour, colour temperature to a unit without CCT and brightness to an on/off-only unit are
-//! refused with the reason, and so is any command to a unit the cloud reports offline.
+//! refused with the reason, and so is any command to a unit the cloud reports offline or to a
+//! network whose gateway is offline (the cloud would take it and nothing would change).
 
 use super::error::CommandError;
 use super::known::{Key, NetworkInfo, UnitInfo};
@@ -96,6 +97,9 @@ fn on_off_only(u: &UnitInfo) -> bool {
 /// Checks a command against what is known of the network, without building anything (used when
 /// a command arrives, so an impossible one is refused at once rather than after queueing).
 pub fn check(command: &Command, key: Key, net: &NetworkInfo) -> Result<(), CommandError> {
+    if net.gateway_offline {
+        return Err(CommandError::GatewayOffline(net.name.clone()));
+    }
     match (command, key) {
         (Command::Unit(c), Key::Unit(id)) => check_unit(c, &unit(net, id)?),
         (Command::Group(_), Key::Group(id)) if !net.groups.contains_key(&id) => Err(unknown("group", id, net)),

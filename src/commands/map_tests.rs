@@ -193,3 +193,14 @@ fn commands_to_an_offline_unit_are_refused() {
     }
     assert!(planned(&net, Key::Unit(1), "ON").is_ok(), "an online unit takes it");
 }
+
+/// With the network's gateway offline, no command of any kind is sent.
+#[test]
+fn commands_to_a_network_whose_gateway_is_offline_are_refused() {
+    let mut net = network();
+    net.gateway_offline = true;
+    let refused = "the gateway of network Home is offline; command not sent";
+    for (key, payload) in [(Key::Unit(1), "ON"), (Key::Group(1), "ON"), (Key::Scene(1), "ON"), (Key::Network, "0.5")] {
+        assert_eq!(reason(&net, key, payload), refused, "{key:?}");
+    }
+}
