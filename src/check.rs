@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 mod wait;
 
-pub use wait::{PROGRESS_EVERY, counted, run};
+pub use wait::{counted, run};
 
 /// What `check` found.
 #[derive(Debug, Default)]

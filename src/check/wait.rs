@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Time between two progress lines.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// How long one TCP connection attempt to the broker may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause between two failed TCP connection attempts.

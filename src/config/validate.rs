@@ -223,7 +223,7 @@ fn url(reader: &mut Reader, key: &str, text: &str, schemes: &[&str]) -> Option<U
 
 /// The secrets config.example.yaml ships with. A copy of the example that still holds one would
 /// only fail at login (after retries, as an authentication error); refused here, it names the key.
-pub(crate) const PLACEHOLDERS: [&str; 2] = ["your-api-key", "change-me"];
+const PLACEHOLDERS: [&str; 2] = ["your-api-key", "change-me"];
 
 /// Refuses a secret that is still a placeholder of config.example.yaml. `from_file`: the secret
 /// came from `<key>_file`, which is then the key named.
