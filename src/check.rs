@@ -1,6 +1,7 @@
-//! `casambi2mqtt check`: validates the configuration, logs in, and lists what the bridge would
-//! export — networks, units with their detected capabilities, scenes, groups, and the Home
-//! Assistant entities — without publishing anything.
+//! `casambi2mqtt check`: validates the configuration, logs in, connects to the broker, and lists
+//! what the bridge would export — networks, units with their detected capabilities, scenes,
+//! groups, and the Home Assistant entities — without publishing anything. The waiting, with its
+//! progress lines and the cause when time runs out, is in the `wait` module.
 
 use crate::bridge::state::NetworkView;
 use crate::mqtt::caps::Caps;
