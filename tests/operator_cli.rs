@@ -460,6 +460,18 @@ fn closed_port() -> u16 {
     free_port()
 }
 
+/// A configuration whose cloud is `port` on loopback, where nothing listens.
+fn unreachable_cloud(port: u16, mqtt_url: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    write!(
+        f,
+        "cloud:\n  base_url: http://127.0.0.1:{port}\n  ws_url: ws://127.0.0.1:{port}/v1/bridge/\n  api_key: k\n\
+         networks:\n  - email: a@example.com\n    password: p\nmqtt:\n  url: {mqtt_url}\n"
+    )
+    .unwrap();
+    f
+}
+
 /// Runs `check -c config --timeout 6s`; returns its exit code, stdout and how long it took.
 fn check_for_six_seconds(config: &tempfile::NamedTempFile) -> (Option<i32>, String, Duration) {
     let start = Instant::now();
@@ -474,14 +486,7 @@ fn check_for_six_seconds(config: &tempfile::NamedTempFile) -> (Option<i32>, Stri
 async fn check_gives_up_on_an_unreachable_cloud_naming_the_cause() {
     let broker = Mosquitto::start();
     let port = closed_port();
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    write!(
-        f,
-        "cloud:\n  base_url: http://127.0.0.1:{port}\n  ws_url: ws://127.0.0.1:{port}/v1/bridge/\n  api_key: k\n\
-         networks:\n  - email: a@example.com\n    password: p\nmqtt:\n  url: {}\n",
-        broker.url()
-    )
-    .unwrap();
+    let f = unreachable_cloud(port, &broker.url());
     let (code, text, took) = tokio::task::spawn_blocking(move || check_for_six_seconds(&f)).await.unwrap();
     assert_eq!(code, Some(1), "{text}");
     assert!(took < Duration::from_secs(12), "{took:?}");
@@ -515,13 +520,7 @@ async fn check_gives_up_on_an_unreachable_broker_naming_the_cause() {
 /// `no_color` as NO_COLOR; returns what the terminal showed.
 fn check_on_a_terminal(no_color: Option<&str>) -> String {
     let port = closed_port();
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    write!(
-        f,
-        "cloud:\n  base_url: http://127.0.0.1:{port}\n  ws_url: ws://127.0.0.1:{port}/v1/bridge/\n  api_key: k\n\
-         networks:\n  - email: a@example.com\n    password: p\nmqtt:\n  url: mqtt://127.0.0.1:{port}\n"
-    )
-    .unwrap();
+    let f = unreachable_cloud(port, &format!("mqtt://127.0.0.1:{port}"));
     let inner = format!("{BIN} check -c {} --timeout 1s", f.path().display());
     let mut command = Command::new("script");
     command.args(["-qec", &inner, "/dev/null"]).env_remove("RUST_LOG").env_remove("NO_COLOR");
