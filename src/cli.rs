@@ -304,28 +304,40 @@ fn banner(cloud: &str, broker: &Broker, health: Option<SocketAddr>) -> String {
     use std::fmt::Write as _;
     let mut out = String::from("casambi2mqtt demo\n");
     let _ = writeln!(out, "  simulated cloud  {cloud} (API key demo-key, login demo@example.com / demo)");
-    let (host, port) = match broker {
+    // Where Home Assistant finds the broker, and what to do when it runs in a container (where
+    // 127.0.0.1 is the container itself).
+    let (host, port, ha_host, container_hint) = match broker {
         Broker::Embedded(bound) => {
             let _ = writeln!(out, "  MQTT broker      mqtt://{bound} (embedded; MQTT 3.1.1 and 5, no login)");
-            if bound.ip().is_unspecified() {
-                let _ = writeln!(
-                    out,
-                    "                   on every interface: from another machine or a container, use this machine's address"
-                );
-            }
-            (reachable_ip(bound.ip()).to_string(), bound.port().to_string())
+            let host = reachable_ip(bound.ip()).to_string();
+            let (ha_host, hint) = if bound.ip().is_unspecified() {
+                (
+                    "this machine's address".to_string(),
+                    "on every interface: reachable from other machines and containers",
+                )
+            } else if bound.ip().is_loopback() {
+                (host.clone(), "in a container, Home Assistant needs --mqtt-listen 0.0.0.0 and this machine's address")
+            } else {
+                (host.clone(), "")
+            };
+            (host, bound.port().to_string(), ha_host, hint)
         }
         Broker::External(url) => {
             let _ = writeln!(out, "  MQTT broker      {url}");
-            url.trim_start_matches("mqtt://")
+            let (host, port) = url
+                .trim_start_matches("mqtt://")
                 .rsplit_once(':')
                 .map(|(h, p)| (h.to_string(), p.to_string()))
-                .unwrap_or_else(|| ("127.0.0.1".into(), "1883".into()))
+                .unwrap_or_else(|| ("127.0.0.1".into(), "1883".into()));
+            (host.clone(), port, host, "")
         }
     };
     let _ = writeln!(out, "  watch it         mosquitto_sub -h {host} -p {port} -t 'casambi/#' -v");
-    let _ = writeln!(out, "  Home Assistant   Settings → Devices & services → MQTT → broker {host}, port {port};");
+    let _ = writeln!(out, "  Home Assistant   Settings → Devices & services → MQTT → broker {ha_host}, port {port};");
     let _ = writeln!(out, "                   the demo's lights and sensors appear under MQTT devices");
+    if !container_hint.is_empty() {
+        let _ = writeln!(out, "                   ({container_hint})");
+    }
     if let Some(health) = health {
         let check = if health == DEMO_HEALTH {
             "casambi2mqtt healthcheck".to_string()

@@ -351,6 +351,7 @@ fn demo_serves_mqtt_5_and_3_1_1_on_the_printed_address() {
     let demo = Demo::start(&["--mqtt-port", "0"], &[]);
     let port = demo.mqtt_port();
     assert!(demo.line("MQTT broker").contains("MQTT 3.1.1 and 5"), "{:#?}", demo.banner);
+    assert!(demo.banner.iter().any(|l| l.contains("--mqtt-listen 0.0.0.0")), "the container hint: {:#?}", demo.banner);
     assert_eq!(first_message(port, "mqttv5", "casambi/bridge/state", 20), "online");
     assert_eq!(first_message(port, "mqttv311", "casambi/bridge/state", 20), "online");
 
@@ -407,7 +408,8 @@ fn demo_mqtt_listen_exposes_the_broker_with_a_warning() {
         &[("CASAMBI2MQTT_HEALTH__LISTEN", "127.0.0.1:0")],
     );
     assert!(demo.line("MQTT broker").starts_with("mqtt://0.0.0.0:"), "{:#?}", demo.banner);
-    assert!(demo.banner.iter().any(|l| l.contains("this machine's address")), "{:#?}", demo.banner);
+    let home_assistant = demo.line("Home Assistant");
+    assert!(home_assistant.contains("broker this machine's address, port"), "{home_assistant}");
     let log = demo.stderr_until("no authentication", Duration::from_secs(5));
     assert!(log.contains("WARN"), "{log}");
     assert_eq!(first_message(demo.mqtt_port(), "mqttv5", "casambi/bridge/state", 20), "online");
