@@ -15,6 +15,7 @@ use crate::bridge::{Bridge, CredentialState};
 use crate::commands::{CommandDispatcher, DispatchConfig, Request};
 use crate::config::Config;
 use crate::health::{self, HealthState};
+use crate::mqtt::render::Renderer;
 use crate::mqtt::{self, ResolvedCommand};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -70,28 +71,34 @@ pub enum AppError {
     },
 }
 
-/// Logs one start-up summary line once every network has its first snapshot.
-#[derive(Default)]
+/// Logs one start-up summary line once every network has its first snapshot. Its entity count
+/// is what Home Assistant lists: the bridge's own entities and every network's, counted on the
+/// devices discovery publishes.
 struct StartupSummary {
+    renderer: Renderer,
     seen: std::collections::BTreeMap<String, (usize, usize)>,
     done: bool,
 }
 
 impl StartupSummary {
+    fn new(renderer: Renderer) -> StartupSummary {
+        StartupSummary { renderer, seen: Default::default(), done: false }
+    }
+
     fn observe(&mut self, update: &Update, bridge: &Bridge) {
         if self.done {
             return;
         }
         if let Update::Network { view, .. } = update {
-            let entities = crate::check::entity_count(view);
+            let entities = crate::check::entity_count(&self.renderer, view);
             self.seen.insert(view.status.id.clone(), (view.units.len(), entities));
         }
-        let starting = bridge.credential_states().iter().any(|s| matches!(s, CredentialState::Starting));
+        let starting = bridge.credential_states().iter().any(|s| s.is_logging_in());
         let expected = bridge.networks().len();
         if !starting && expected > 0 && self.seen.len() >= expected {
             self.done = true;
             let units: usize = self.seen.values().map(|(u, _)| u).sum();
-            let entities: usize = self.seen.values().map(|(_, e)| e).sum();
+            let entities = self.renderer.bridge_entity_count() + self.seen.values().map(|(_, e)| e).sum::<usize>();
             tracing::info!(
                 version = env!("CARGO_PKG_VERSION"),
                 networks = self.seen.len(),
@@ -144,7 +151,7 @@ pub async fn run(
     let expected = bridge.clone();
     health.set_expected(Box::new(move || {
         let networks = expected.networks().into_iter().map(|n| (n.id, n.name)).collect();
-        let logging_in = expected.credential_states().iter().filter(|s| matches!(s, CredentialState::Starting)).count();
+        let logging_in = expected.credential_states().iter().filter(|s| s.is_logging_in()).count();
         (networks, logging_in)
     }));
 
@@ -153,12 +160,13 @@ pub async fn run(
     let (commands_tx, mut commands_rx) = mpsc::channel::<ResolvedCommand>(1024);
     let (requests_tx, requests_rx) = mpsc::channel::<Request>(1024);
 
+    let renderer = Renderer::of(&config.mqtt_config());
     // Tee: health and the command layer see every update before the publisher does.
     let tee_health = health.clone();
     let tee_dispatcher = dispatcher.clone();
     let tee_bridge = bridge.clone();
     tokio::spawn(async move {
-        let mut summary = StartupSummary::default();
+        let mut summary = StartupSummary::new(renderer);
         while let Some(update) = updates_rx.recv().await {
             summary.observe(&update, &tee_bridge);
             tee_health.observe(&update);

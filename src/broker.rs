@@ -1,43 +1,59 @@
 //! The embedded MQTT broker of `casambi2mqtt demo` (cargo feature `embedded-broker`, on by
 //! default), so the demo needs nothing installed.
 //!
-//! It is rumqttd with its configuration built in code: one MQTT 3.1.1 listener on the given
-//! address, retained messages and last wills supported. rumqttd runs on its own threads and has no
-//! shutdown call, so the broker lives until the process ends — fine for a demo. Production setups
-//! use a real broker (`mqtt.url`).
+//! It is rumqttd with its configuration built in code, retained messages and last wills
+//! supported. rumqttd serves MQTT 3.1.1 and MQTT 5 on separate listeners, while the demo prints
+//! one address for every client (mosquitto_sub, Home Assistant, a Node-RED flow set to MQTT 5).
+//! So rumqttd listens on two loopback ports of its own, and the printed address is a small front
+//! listener ([`front`]) that reads the protocol level of each connection's CONNECT packet and
+//! relays the connection to the listener of that version. rumqttd runs on its own threads and has
+//! no shutdown call, so the broker lives until the process ends — fine for a demo. Production
+//! setups use a real broker (`mqtt.url`).
+
+mod front;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 /// Why the embedded broker did not come up.
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
     /// The listen address is taken (another broker on 1883?).
-    #[error("cannot listen on {0}: the address is in use (use --mqtt-port or --mqtt-url)")]
-    InUse(SocketAddr),
+    #[error("cannot listen on {0}: {1} (use --mqtt-port or --mqtt-url)")]
+    Listen(SocketAddr, String),
     /// The broker stopped while starting.
     #[error("the embedded broker failed: {0}")]
     Failed(String),
 }
 
-/// Starts the broker on `listen` and waits until it accepts connections.
-pub async fn start(listen: SocketAddr) -> Result<(), BrokerError> {
-    // Refuse early with a clear message when the port is taken; rumqttd would only log it.
-    match std::net::TcpListener::bind(listen) {
-        Ok(probe) => drop(probe),
-        Err(_) => return Err(BrokerError::InUse(listen)),
-    }
-    let connections = rumqttd::ConnectionSettings {
-        connection_timeout_ms: 5000,
-        max_payload_size: 256 * 1024,
-        max_inflight_count: 500,
-        auth: None,
-        external_auth: None,
-        dynamic_filters: true,
+/// How long the broker may take to accept connections before it counts as failed.
+const START_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Starts the broker, answering MQTT 3.1.1 and MQTT 5 clients on `listen`, and waits until it
+/// accepts connections; returns the bound address (`listen` with port 0 gets a free port).
+pub async fn start(listen: SocketAddr) -> Result<SocketAddr, BrokerError> {
+    // The printed address first: a taken port is refused with a clear message.
+    let front = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| BrokerError::Listen(listen, crate::config::io_reason(&e)))?;
+    let bound = front.local_addr().map_err(|e| BrokerError::Failed(e.to_string()))?;
+    let v4 = free_loopback_port()?;
+    let v5 = free_loopback_port()?;
+    let server = |name: &str, listen: SocketAddr| rumqttd::ServerSettings {
+        name: name.into(),
+        listen,
+        tls: None,
+        next_connection_delay_ms: 1,
+        connections: rumqttd::ConnectionSettings {
+            connection_timeout_ms: 5000,
+            max_payload_size: 256 * 1024,
+            max_inflight_count: 500,
+            auth: None,
+            external_auth: None,
+            dynamic_filters: true,
+        },
     };
-    let server =
-        rumqttd::ServerSettings { name: "demo".into(), listen, tls: None, next_connection_delay_ms: 1, connections };
     let config = rumqttd::Config {
         id: 0,
         router: rumqttd::RouterConfig {
@@ -49,7 +65,8 @@ pub async fn start(listen: SocketAddr) -> Result<(), BrokerError> {
             initialized_filters: None,
             shared_subscriptions_strategy: Default::default(),
         },
-        v4: Some(HashMap::from([("demo".to_string(), server)])),
+        v4: Some(HashMap::from([("demo-v4".to_string(), server("demo-v4", v4))])),
+        v5: Some(HashMap::from([("demo-v5".to_string(), server("demo-v5", v5))])),
         ..Default::default()
     };
     let (failed_tx, mut failed_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -62,15 +79,33 @@ pub async fn start(listen: SocketAddr) -> Result<(), BrokerError> {
             }
         })
         .map_err(|e| BrokerError::Failed(e.to_string()))?;
-    // Wait until it accepts connections (or says why not).
-    for _ in 0..100 {
-        if let Ok(reason) = failed_rx.try_recv() {
-            return Err(BrokerError::Failed(reason));
+    // Wait until both of rumqttd's listeners accept connections (or it says why not).
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    for backend in [v4, v5] {
+        loop {
+            if let Ok(reason) = failed_rx.try_recv() {
+                return Err(BrokerError::Failed(reason));
+            }
+            if tokio::net::TcpStream::connect(backend).await.is_ok() {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(BrokerError::Failed(format!(
+                    "no connection accepted on {backend} after {} s",
+                    START_TIMEOUT.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        if tokio::net::TcpStream::connect(listen).await.is_ok() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Err(BrokerError::Failed(format!("no connection accepted on {listen} after 5 s")))
+    tokio::spawn(front::serve(front, front::Backends { v4, v5 }));
+    Ok(bound)
+}
+
+/// A loopback address with a port free now, for one of rumqttd's listeners (rumqttd binds the
+/// address itself; should another process take the port meanwhile, the start fails visibly).
+fn free_loopback_port() -> Result<SocketAddr, BrokerError> {
+    std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|probe| probe.local_addr())
+        .map_err(|e| BrokerError::Failed(format!("no free loopback port for the broker: {e}")))
 }

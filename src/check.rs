@@ -1,27 +1,31 @@
-//! `casambi2mqtt check`: validates the configuration, logs in, and lists what the bridge would
-//! export — networks, units with their detected capabilities, scenes, groups, and the Home
-//! Assistant entities — without publishing anything.
+//! `casambi2mqtt check`: validates the configuration, logs in, connects to the broker, and lists
+//! what the bridge would export — networks, units with their detected capabilities, scenes,
+//! groups, and the Home Assistant entities — without publishing anything. The waiting, with its
+//! progress lines and the cause when time runs out, is in the `wait` module.
 
-use crate::bridge::network::Timing;
 use crate::bridge::state::NetworkView;
-use crate::bridge::update::Update;
-use crate::bridge::{Bridge, CredentialState};
-use crate::config::Config;
 use crate::mqtt::caps::Caps;
+use crate::mqtt::render::{NetMirror, Renderer};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+
+mod wait;
+
+pub use wait::{counted, run};
 
 /// What `check` found.
 #[derive(Debug, Default)]
 pub struct Report {
     /// Networks by id.
     pub networks: BTreeMap<String, Arc<NetworkView>>,
-    /// Problems (rejected credentials, inaccessible networks, unreachable networks).
+    /// Problems (rejected credentials, inaccessible networks, unreachable networks); when time
+    /// ran out, the last one says what was pending and why.
     pub problems: Vec<String>,
+    /// Every credentials entry was rejected for good (a configuration fault).
+    pub all_rejected: bool,
+    /// Time ran out before the cloud or the broker answered.
+    pub timed_out: bool,
 }
 
 impl Report {
@@ -31,47 +35,10 @@ impl Report {
     }
 }
 
-/// Logs in and reads every network (up to `wait`).
-pub async fn run(config: &Config, wait: Duration) -> Result<Report, crate::bridge::runner::StartError> {
-    let shutdown = CancellationToken::new();
-    let (tx, mut rx) = mpsc::channel(1024);
-    let bridge = Bridge::start(&config.cloud, &config.networks, tx, Timing::default(), shutdown.clone())?;
-    let mut report = Report::default();
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let states = bridge.credential_states();
-        let settled = states.iter().all(|s| !matches!(s, CredentialState::Starting));
-        let expected = bridge.networks().len();
-        if settled && report.networks.len() >= expected {
-            break;
-        }
-        let next = tokio::time::timeout_at(deadline, rx.recv()).await;
-        match next {
-            Err(_) => {
-                report.problems.push(format!("gave up waiting after {} s", wait.as_secs()));
-                break;
-            }
-            Ok(None) => break,
-            Ok(Some(Update::Network { view, .. })) => {
-                report.networks.insert(view.status.id.clone(), view);
-            }
-            Ok(Some(Update::Problem { message, .. })) => report.problems.push(message),
-            Ok(Some(_)) => {}
-        }
-    }
-    shutdown.cancel();
-    Ok(report)
-}
-
-/// How many Home Assistant entities a network gets: the unit entities, plus the network's dim
-/// level and connectivity, a switch per scene and a light per group.
-pub fn entity_count(view: &NetworkView) -> usize {
-    let units: usize = view
-        .units
-        .values()
-        .map(|u| unit_entities(&Caps::of(u, u.fixture_id.and_then(|f| view.fixtures.get(&f)).map(|f| &**f))).len())
-        .sum();
-    units + 2 + view.scenes.len() + view.groups.len()
+/// How many Home Assistant entities a network gets, counted on the devices discovery publishes
+/// for it (its own and its units').
+pub fn entity_count(renderer: &Renderer, view: &NetworkView) -> usize {
+    renderer.network_entity_count(&NetMirror::new(view.clone(), String::new()))
 }
 
 /// The HA entities a unit gets, in words.
@@ -113,8 +80,9 @@ fn capabilities(caps: &Caps) -> String {
     if words.is_empty() { "none".into() } else { words.join(", ") }
 }
 
-/// Renders the report for people.
-pub fn render(report: &Report) -> String {
+/// Renders the report for people; `renderer` counts the Home Assistant entities as discovery
+/// publishes them.
+pub fn render(report: &Report, renderer: &Renderer) -> String {
     let mut out = String::new();
     for view in report.networks.values() {
         let s = &view.status;
@@ -128,9 +96,9 @@ pub fn render(report: &Report) -> String {
         );
         let _ = writeln!(
             out,
-            "  HA: number (dim level), binary_sensor (cloud connectivity), {} scene switch(es), {} group light(s)",
-            view.scenes.len(),
-            view.groups.len()
+            "  HA: number (dim level), binary_sensor (cloud connectivity), {}, {}",
+            counted(view.scenes.len(), "scene switch", "scene switches"),
+            counted(view.groups.len(), "group light", "group lights")
         );
         for u in view.units.values() {
             let fixture = u.fixture_id.and_then(|f| view.fixtures.get(&f));
@@ -154,11 +122,23 @@ pub fn render(report: &Report) -> String {
             );
         }
         for sc in view.scenes.values() {
-            let _ = writeln!(out, "  scene {:>3} {} ({} units)", sc.id, sc.name, sc.units.len());
+            let _ = writeln!(out, "  scene {:>3} {} ({})", sc.id, sc.name, counted(sc.units.len(), "unit", "units"));
         }
         for g in view.groups.values() {
             let _ = writeln!(out, "  group {:>3} {} (units {:?})", g.id, g.name, g.units);
         }
+    }
+    if !report.networks.is_empty() {
+        let networks: usize = report.networks.values().map(|v| entity_count(renderer, v)).sum();
+        let bridge = renderer.bridge_entity_count();
+        let _ = writeln!(
+            out,
+            "Home Assistant: {} ({} of the bridge itself), {}, {}",
+            counted(bridge + networks, "entity", "entities"),
+            bridge,
+            counted(report.networks.len(), "network", "networks"),
+            counted(report.networks.values().map(|v| v.units.len()).sum(), "unit", "units"),
+        );
     }
     for p in &report.problems {
         let _ = writeln!(out, "problem: {p}");

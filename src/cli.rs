@@ -6,10 +6,12 @@ use casambi2mqtt::app::{self, Outcome};
 use casambi2mqtt::config::{self, Config, ConfigError, LogFormat};
 use casambi2mqtt::sim::{SimConfig, Simulator, site::Site};
 use clap::Args;
-use std::net::SocketAddr;
+use std::io::IsTerminal;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 /// Exit code of a bad configuration or of credentials all rejected for good.
@@ -24,12 +26,36 @@ pub struct ConfigArgs {
     config: Option<PathBuf>,
 }
 
+/// Arguments of `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// How long to wait for the cloud (log in, read every network) and the broker (connect)
+    /// before giving up with the cause (e.g. `10s`, `1m`).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive_duration)]
+    timeout: Duration,
+}
+
+/// A human duration (`30s`, `1m 30s`) of more than zero.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(d) if d.is_zero() => Err("must be more than 0s".into()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(format!("{e} (expected a duration such as 30s or 1m)")),
+    }
+}
+
 /// Arguments of `demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Port of the embedded MQTT broker on 127.0.0.1.
-    #[arg(long, default_value_t = 1883)]
+    /// Port of the embedded MQTT broker (MQTT 3.1.1 and 5 on one port).
+    #[arg(long, default_value_t = 1883, conflicts_with = "mqtt_url")]
     mqtt_port: u16,
+    /// Address the embedded broker listens on. 0.0.0.0 lets other machines and containers (Home
+    /// Assistant in Docker) connect; the broker has no authentication.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", conflicts_with = "mqtt_url")]
+    mqtt_listen: IpAddr,
     /// Use this existing broker instead of the embedded one (e.g. mqtt://127.0.0.1:1883).
     #[arg(long, value_name = "URL")]
     mqtt_url: Option<String>,
@@ -47,13 +73,21 @@ pub struct HealthcheckArgs {
     listen: Option<SocketAddr>,
 }
 
-/// Sets up logging; `RUST_LOG` overrides `level`.
+/// Sets up logging to stderr; `RUST_LOG` overrides `level`. Text lines are coloured only when
+/// stderr is a terminal and `NO_COLOR` is unset or empty (no-color.org): escape codes in a file,
+/// a pipe or a container log are noise.
 pub fn init_logging(level: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(format!("{level},rumqttd=off")))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = colour_wanted(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
+}
+
+/// Whether log lines get colour: on a terminal, unless `NO_COLOR` has a value.
+fn colour_wanted(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM (container stop).
@@ -91,6 +125,11 @@ pub async fn run(args: ConfigArgs) -> ExitCode {
 /// Runs the bridge with a loaded configuration until a signal; maps the outcome to an exit code.
 async fn run_config(config: Config) -> ExitCode {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "casambi2mqtt starting");
+    exit_code(app::run(config, on_signal(), None).await)
+}
+
+/// A token cancelled on SIGINT or SIGTERM.
+fn on_signal() -> CancellationToken {
     let shutdown = CancellationToken::new();
     let signal_token = shutdown.clone();
     tokio::spawn(async move {
@@ -100,7 +139,12 @@ async fn run_config(config: Config) -> ExitCode {
         tracing::info!("shutting down");
         signal_token.cancel();
     });
-    match app::run(config, shutdown, None).await {
+    shutdown
+}
+
+/// The exit code of a run's outcome, with its errors printed.
+fn exit_code(outcome: Result<Outcome, app::AppError>) -> ExitCode {
+    match outcome {
         Ok(Outcome::Stopped) => ExitCode::SUCCESS,
         Ok(Outcome::AllRejected(reasons)) => {
             for r in reasons {
@@ -118,9 +162,11 @@ async fn run_config(config: Config) -> ExitCode {
     }
 }
 
-/// `casambi2mqtt check`.
-pub async fn check(args: ConfigArgs) -> ExitCode {
-    let config = match load(&args) {
+/// `casambi2mqtt check`: exit 0 when everything answered, 2 for a configuration at fault (bad
+/// settings, every credentials entry rejected, no network opened), 1 when the cloud or the broker
+/// did not answer in time (the last line says why).
+pub async fn check(args: CheckArgs) -> ExitCode {
+    let config = match load(&args.config) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -129,12 +175,14 @@ pub async fn check(args: ConfigArgs) -> ExitCode {
     if let Some(warning) = config.mqtt.latency_warning() {
         println!("warning: {warning}");
     }
-    match casambi2mqtt::check::run(&config, Duration::from_secs(60)).await {
+    let mut progress = |line: String| println!("{line}");
+    match casambi2mqtt::check::run(&config, args.timeout, &mut progress).await {
         Ok(report) => {
-            print!("{}", casambi2mqtt::check::render(&report));
+            let renderer = casambi2mqtt::mqtt::render::Renderer::of(&config.mqtt_config());
+            print!("{}", casambi2mqtt::check::render(&report, &renderer));
             if report.ok() {
                 ExitCode::SUCCESS
-            } else if report.networks.is_empty() {
+            } else if report.all_rejected || (!report.timed_out && report.networks.is_empty()) {
                 ExitCode::from(EXIT_CONFIG)
             } else {
                 ExitCode::from(1)
@@ -179,45 +227,148 @@ async fn demo_inner(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let mut sim_config = SimConfig::new(Site::demo());
     sim_config.activity_rate = args.activity;
     let sim = Simulator::start_local(sim_config).await.context("cannot start the simulated cloud")?;
-    let (mqtt_url, protocol) = match &args.mqtt_url {
-        Some(url) => (url.clone(), "v5"),
+    let broker = match &args.mqtt_url {
+        Some(url) => Broker::External(url.clone()),
         None => {
-            let listen = SocketAddr::from(([127, 0, 0, 1], args.mqtt_port));
-            start_embedded_broker(listen).await?;
-            // The embedded broker speaks MQTT 3.1.1.
-            (format!("mqtt://{listen}"), "v3")
+            if !args.mqtt_listen.is_loopback() {
+                tracing::warn!(
+                    listen = %args.mqtt_listen,
+                    "the embedded broker listens beyond this machine's loopback and has no authentication: \
+                     whoever reaches it can read and command the demo's lights"
+                );
+            }
+            let bound = start_embedded_broker(SocketAddr::new(args.mqtt_listen, args.mqtt_port)).await?;
+            Broker::Embedded(bound)
         }
     };
-    let yaml = format!(
-        "cloud:\n  base_url: {base}\n  ws_url: {ws}\n  api_key: demo-key\n  poll_interval: 5s\n\
-         networks:\n  - email: demo@example.com\n    password: demo\n\
-         mqtt:\n  url: {mqtt_url}\n  protocol: {protocol}\n  client_id: casambi2mqtt-demo\n\
-         health:\n  listen: 127.0.0.1:0\n",
-        base = sim.base_url(),
-        ws = sim.ws_url(),
-    );
-    let config = config::parse(&yaml, std::env::vars()).context("demo configuration")?;
-    let (host, port) = mqtt_url
-        .trim_start_matches("mqtt://")
-        .rsplit_once(':')
-        .map(|(h, p)| (h.to_string(), p.to_string()))
-        .unwrap_or_else(|| ("127.0.0.1".into(), "1883".into()));
-    println!("casambi2mqtt demo");
-    println!("  simulated cloud  {} (API key demo-key, login demo@example.com / demo)", sim.base_url());
-    println!("  MQTT broker      {mqtt_url}");
-    println!("  watch it         mosquitto_sub -h {host} -p {port} -t 'casambi/#' -v");
-    println!("  Home Assistant   Settings → Devices & services → MQTT → broker {host}, port {port};");
-    println!("                   the demo's lights and sensors appear under MQTT devices");
-    println!("  stop             Ctrl-C");
-    Ok(run_config(config).await)
+    let (mqtt_url, protocol) = match &broker {
+        Broker::External(url) => (url.clone(), "v5"),
+        // The bridge takes the loopback way in even when the broker listens on every interface.
+        Broker::Embedded(bound) => {
+            (format!("mqtt://{}", SocketAddr::new(reachable_ip(bound.ip()), bound.port())), "v3")
+        }
+    };
+    let shutdown = on_signal();
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "casambi2mqtt starting");
+    // The health endpoint where `healthcheck` asks by default; elsewhere when that is taken.
+    for health in [DEMO_HEALTH, SocketAddr::new(DEMO_HEALTH.ip(), 0)] {
+        let yaml = format!(
+            "cloud:\n  base_url: {base}\n  ws_url: {ws}\n  api_key: demo-key\n  poll_interval: 5s\n\
+             networks:\n  - email: demo@example.com\n    password: demo\n\
+             mqtt:\n  url: {mqtt_url}\n  protocol: {protocol}\n  client_id: casambi2mqtt-demo\n\
+             health:\n  listen: {health}\n",
+            base = sim.base_url(),
+            ws = sim.ws_url(),
+        );
+        let config = config::parse(&yaml, std::env::vars()).context("demo configuration")?;
+        let (started_tx, started_rx) = oneshot::channel::<app::Running>();
+        let (base_url, shown) = (sim.base_url(), broker.clone());
+        tokio::spawn(async move {
+            if let Ok(running) = started_rx.await {
+                print!("{}", banner(&base_url, &shown, running.health_addr));
+            }
+        });
+        match app::run(config, shutdown.clone(), Some(started_tx)).await {
+            Err(app::AppError::Health { addr, source }) if addr == DEMO_HEALTH => {
+                tracing::info!(%addr, error = %source, "the default health address is taken; using a free port");
+            }
+            outcome => return Ok(exit_code(outcome)),
+        }
+    }
+    anyhow::bail!("no address for the health endpoint")
+}
+
+/// The health endpoint of the demo: where `casambi2mqtt healthcheck` asks by default, when free.
+const DEMO_HEALTH: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 8099);
+
+/// Loopback for an unspecified address (0.0.0.0, ::), which cannot be connected to.
+fn reachable_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    }
+}
+
+/// The broker the demo's bridge publishes to.
+#[derive(Clone)]
+enum Broker {
+    /// The embedded one, on this address.
+    Embedded(SocketAddr),
+    /// One given with `--mqtt-url`.
+    External(String),
+}
+
+/// What the demo prints once it runs: where everything is and how to watch it.
+fn banner(cloud: &str, broker: &Broker, health: Option<SocketAddr>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("casambi2mqtt demo\n");
+    let _ = writeln!(out, "  simulated cloud  {cloud} (API key demo-key, login demo@example.com / demo)");
+    // Where Home Assistant finds the broker, and what to do when it runs in a container (where
+    // 127.0.0.1 is the container itself).
+    let (host, port, ha_host, container_hint) = match broker {
+        Broker::Embedded(bound) => {
+            let _ = writeln!(out, "  MQTT broker      mqtt://{bound} (embedded; MQTT 3.1.1 and 5, no login)");
+            let host = reachable_ip(bound.ip()).to_string();
+            let (ha_host, hint) = if bound.ip().is_unspecified() {
+                (
+                    "this machine's address".to_string(),
+                    "on every interface: reachable from other machines and containers",
+                )
+            } else if bound.ip().is_loopback() {
+                (host.clone(), "in a container, Home Assistant needs --mqtt-listen 0.0.0.0 and this machine's address")
+            } else {
+                (host.clone(), "")
+            };
+            (host, bound.port().to_string(), ha_host, hint)
+        }
+        Broker::External(url) => {
+            let _ = writeln!(out, "  MQTT broker      {url}");
+            let (host, port) = url
+                .trim_start_matches("mqtt://")
+                .rsplit_once(':')
+                .map(|(h, p)| (h.to_string(), p.to_string()))
+                .unwrap_or_else(|| ("127.0.0.1".into(), "1883".into()));
+            (host.clone(), port, host, "")
+        }
+    };
+    let _ = writeln!(out, "  watch it         mosquitto_sub -h {host} -p {port} -t 'casambi/#' -v");
+    let _ = writeln!(out, "  Home Assistant   Settings → Devices & services → MQTT → broker {ha_host}, port {port};");
+    let _ = writeln!(out, "                   the demo's lights and sensors appear under MQTT devices");
+    if !container_hint.is_empty() {
+        let _ = writeln!(out, "                   ({container_hint})");
+    }
+    if let Some(health) = health {
+        let check = if health == DEMO_HEALTH {
+            "casambi2mqtt healthcheck".to_string()
+        } else {
+            format!("casambi2mqtt healthcheck --listen {health}")
+        };
+        let _ = writeln!(out, "  health           http://{health}/healthz ({check})");
+    }
+    let _ = writeln!(out, "  stop             Ctrl-C");
+    out
 }
 
 #[cfg(feature = "embedded-broker")]
-async fn start_embedded_broker(listen: SocketAddr) -> anyhow::Result<()> {
+async fn start_embedded_broker(listen: SocketAddr) -> anyhow::Result<SocketAddr> {
     casambi2mqtt::broker::start(listen).await.map_err(anyhow::Error::from)
 }
 
 #[cfg(not(feature = "embedded-broker"))]
-async fn start_embedded_broker(_listen: SocketAddr) -> anyhow::Result<()> {
+async fn start_embedded_broker(_listen: SocketAddr) -> anyhow::Result<SocketAddr> {
     anyhow::bail!("this build has no embedded broker (feature `embedded-broker`); pass --mqtt-url")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour_wanted;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour_wanted(true, None));
+        assert!(colour_wanted(true, Some("".into())), "an empty NO_COLOR counts as unset");
+        assert!(!colour_wanted(true, Some("1".into())));
+        assert!(!colour_wanted(false, None));
+    }
 }

@@ -31,9 +31,9 @@ enum Command {
     /// Run the simulated cloud service alone (for tests, benchmarks and trying flows without
     /// hardware). Serves REST and the WebSocket channel on one port.
     Sim(SimArgs),
-    /// Validate the configuration, log in, and list the networks, units, scenes, groups and
-    /// Home Assistant entities the bridge would create. Publishes nothing.
-    Check(cli::ConfigArgs),
+    /// Validate the configuration, log in, connect to the broker, and list the networks, units,
+    /// scenes, groups and Home Assistant entities the bridge would create. Publishes nothing.
+    Check(cli::CheckArgs),
     /// Ask a running bridge's /healthz (for container health checks); exit 0 when healthy.
     Healthcheck(cli::HealthcheckArgs),
 }

@@ -426,6 +426,12 @@ async fn invalid_commands_are_reported_on_bridge_error_and_change_nothing() {
         ),
         (format!("{FLOOR}/set"), r#"{"brightness":100}"#, Some(HOME), "unit Living room floor has no dimmer control"),
         ("casambi/home/unit/hallway-presence/set".into(), "ON", Some(HOME), "unit Hallway presence is not a light"),
+        (
+            "casambi/home/unit/garage-light/set".into(),
+            "ON",
+            Some(HOME),
+            "unit Garage light is offline; command not sent",
+        ),
         ("casambi/home/set".into(), r#"{"dim_level":42}"#, Some(HOME), "dim_level 42 outside 0..1"),
         (
             "casambi/home/unit/no-such-lamp/set".into(),

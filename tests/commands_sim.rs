@@ -239,6 +239,9 @@ async fn invalid_commands_are_refused_and_send_nothing() {
         (unit(4), "ON", "unit Hallway presence is not a light"),
         (unit(1), r#"{"brightness":300}"#, "brightness 300 outside 0..255"),
         (Target::Group(9), "ON", "group 9 is not known in network Home"),
+        (unit(99), "ON", "unit 99 is not known in network Home"),
+        // The demo's garage light is offline: the cloud would take the message and do nothing.
+        (unit(7), "ON", "unit Garage light is offline; command not sent"),
         (Target::Network, r#"{"dim_level":42}"#, "dim_level 42 outside 0..1"),
     ];
     for (target, payload, reason) in bad {
@@ -268,4 +271,32 @@ async fn a_command_during_a_socket_drop_waits_for_the_wire() {
     let sent = rig.controls();
     assert_eq!(sent, vec![json!({"method":"controlUnit","id":1,"targetControls":{"Dimmer":{"value":0.251}}})]);
     assert!(rig.rejections.try_recv().is_err(), "no rejection");
+}
+
+/// While a network's gateway is offline the cloud takes commands and nothing happens: they are
+/// refused visibly and not sent; once it is back, they go out again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_while_the_gateway_is_offline_are_refused_and_not_sent() {
+    let mut rig = rig().await;
+    rig.sim.set_gateway(HOME, false).unwrap();
+    rig.wait(10, "the gateway seen offline", |s| s.status.get(HOME).is_some_and(|st| !st.gateway_online)).await;
+    rig.sim.shared().log.clear();
+    let topic = "casambi/home/unit/kitchen-ceiling/set".to_string();
+    let request = Request { topic: topic.clone(), network: HOME.into(), target: unit(1), payload: b"ON".to_vec() };
+    let reason = "the gateway of network Home is offline; command not sent";
+    assert_eq!(rig.dispatcher.submit(request).unwrap_err().to_string(), reason);
+    assert_eq!(
+        rig.rejections.recv().await.unwrap(),
+        Rejection { topic, network: Some(HOME.into()), reason: reason.into() }
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(rig.controls().is_empty(), "{:?}", rig.controls());
+
+    rig.sim.set_gateway(HOME, true).unwrap();
+    rig.wait(10, "the gateway seen online", |s| s.status.get(HOME).is_some_and(|st| st.gateway_online)).await;
+    rig.submit(unit(1), r#"{"brightness":64}"#);
+    assert_eq!(
+        rig.wait_controls(1).await,
+        vec![json!({"method":"controlUnit","id":1,"targetControls":{"Dimmer":{"value":0.251}}})]
+    );
 }

@@ -73,18 +73,38 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(c.file, Some(fixture("minimal.yaml")));
 }
 
+/// The example with its placeholder secrets replaced (here by the environment) loads and
+/// yields the documented defaults.
 #[test]
 fn the_example_file_loads_and_yields_the_documented_defaults() {
-    let c = match config::load(&root("config.example.yaml"), env(&[])) {
+    let secrets =
+        [("CASAMBI2MQTT_CLOUD__API_KEY", "real-key"), ("CASAMBI2MQTT_NETWORKS__0__PASSWORD", "real-password")];
+    let c = match config::load(&root("config.example.yaml"), env(&secrets)) {
         Ok(c) => c,
         Err(e) => panic!("config.example.yaml should load:\n{e}"),
     };
     assert_defaults(&c);
-    assert_eq!(c.cloud.api_key.expose(), "your-api-key");
+    assert_eq!(c.cloud.api_key.expose(), "real-key");
     assert_eq!(c.networks.len(), 1);
     assert_eq!(c.networks[0].email, "admin@example.com");
-    assert_eq!(c.networks[0].password.expose(), "change-me");
+    assert_eq!(c.networks[0].password.expose(), "real-password");
     assert!(c.networks[0].ids.is_empty());
+}
+
+/// A copy of the example whose placeholder secrets were not replaced is refused, naming each
+/// key (it could only fail later, at login).
+#[test]
+fn the_example_file_as_shipped_names_its_placeholders() {
+    let e = match config::load(&root("config.example.yaml"), env(&[])) {
+        Ok(c) => panic!("the placeholders should be refused, got {c:?}"),
+        Err(e) => e.to_string(),
+    };
+    let placeholder = "is still the placeholder of config.example.yaml: put the real value here";
+    assert_eq!(
+        e.lines().collect::<Vec<_>>(),
+        [format!("cloud.api_key: {placeholder}"), format!("networks[0].password: {placeholder}")],
+        "{e}"
+    );
 }
 
 #[test]
@@ -272,6 +292,9 @@ fn secrets_stay_out_of_debug_and_summary() {
     assert!(!summary.contains("one@example.com"), "{summary}");
     assert!(summary.contains("mqtts://broker.example.com:8884"), "{summary}");
     assert!(summary.contains("2 credentials entries (2 network ids, 1 open to all)"), "{summary}");
+    let one = config::parse("cloud: {api_key: k}\nnetworks: [{email: a@b, password: p, ids: [n1]}]\n", env(&[]));
+    let one = one.unwrap().summary();
+    assert!(one.contains("1 credentials entry (1 network id, 0 open to all)"), "{one}");
 
     let c = config::parse(
         "cloud: {api_key: k}\nnetworks: [{email: a@b, password: p}]\nmqtt: {url: \"mqtt://user:hunter2@broker\"}\n",

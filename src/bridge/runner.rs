@@ -70,12 +70,23 @@ pub struct CredentialSettings {
 /// What became of one credentials entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CredentialState {
-    /// Logging in (or retrying after a transient failure).
+    /// Logging in, before the first attempt has failed.
     Starting,
+    /// Retrying the login after a transient failure (the service or the network unreachable);
+    /// the last failure, for `check` to name the cause.
+    Retrying(String),
     /// Sessions open; its networks are supervised.
     Running,
     /// Rejected for good; the reason (without secrets).
     Rejected(String),
+}
+
+impl CredentialState {
+    /// Whether the entry is still logging in ([`CredentialState::Starting`] or
+    /// [`CredentialState::Retrying`]).
+    pub fn is_logging_in(&self) -> bool {
+        matches!(self, CredentialState::Starting | CredentialState::Retrying(_))
+    }
 }
 
 /// Per-network handle: where to send wire messages (commands).
@@ -229,6 +240,7 @@ impl CredentialTask {
                 Err(e) => {
                     let delay = backoff.next_delay(Some(&e)).unwrap_or(Duration::from_secs(60));
                     tracing::warn!(%email, error = %e, retry_in = ?delay, "login failed; retrying");
+                    self.set_state(CredentialState::Retrying(format!("credentials {email}: {e}")));
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         _ = tokio::time::sleep(delay) => {}

@@ -85,6 +85,14 @@ pub enum CommandError {
     /// The unit is not a light (a sensor or a switch).
     #[error("unit {0} is not a light")]
     NotALight(String),
+    /// The unit is offline (its `online` is false): the cloud would accept the message and
+    /// nothing would change, so it is not sent.
+    #[error("unit {0} is offline; command not sent")]
+    Offline(String),
+    /// The network's gateway is offline: the cloud would accept the message and nothing would
+    /// change, so it is not sent.
+    #[error("the gateway of network {0} is offline; command not sent")]
+    GatewayOffline(String),
     /// The target is not (or no longer) in the network.
     #[error("{kind} {id} is not known in network {network}")]
     UnknownTarget {

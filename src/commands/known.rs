@@ -99,6 +99,8 @@ pub struct NetworkInfo {
     pub scenes: BTreeSet<u32>,
     /// Active scene ids (from REST).
     pub active_scenes: BTreeSet<u32>,
+    /// The network's gateway is reported offline: the cloud takes commands and nothing happens.
+    pub gateway_offline: bool,
     fixtures: BTreeMap<u32, Arc<Fixture>>,
     /// On/off a sent command should have caused, and when it was sent.
     expected: HashMap<Key, (bool, Instant)>,
@@ -182,6 +184,7 @@ impl Known {
             groups: view.groups.iter().map(|(g, info)| (*g, info.units.clone())).collect(),
             scenes: view.scenes.keys().copied().collect(),
             active_scenes: view.status.active_scenes.clone(),
+            gateway_offline: !view.status.gateway_online,
             fixtures: view.fixtures.clone(),
             expected: old.expected,
         };
@@ -193,6 +196,7 @@ impl Known {
         let net = self.networks.entry(status.id.clone()).or_default();
         net.name = status.name.clone();
         net.active_scenes = status.active_scenes.clone();
+        net.gateway_offline = !status.gateway_online;
     }
 
     /// Takes in one unit's merged state; tracks its last non-zero level.

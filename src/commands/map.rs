@@ -17,7 +17,8 @@
 //! its Dimmer, the control every client uses; only units whose controls say on/off and nothing
 //! dimmable get `OnOff`. The unit's capabilities are checked first: colour to a unit without
 //! colour, colour temperature to a unit without CCT and brightness to an on/off-only unit are
-//! refused with the reason.
+//! refused with the reason, and so is any command to a unit the cloud reports offline or to a
+//! network whose gateway is offline (the cloud would take it and nothing would change).
 
 use super::error::CommandError;
 use super::known::{Key, NetworkInfo, UnitInfo};
@@ -71,8 +72,11 @@ fn unknown(kind: &'static str, id: u32, net: &NetworkInfo) -> CommandError {
     CommandError::UnknownTarget { kind, id, network: net.name.clone() }
 }
 
-/// Checks a unit command against the unit's capabilities.
+/// Checks a unit command against the unit's reachability and capabilities.
 fn check_unit(c: &LightCommand, u: &UnitInfo) -> Result<(), CommandError> {
+    if u.state.online == Some(false) {
+        return Err(CommandError::Offline(u.name()));
+    }
     let missing = |control| Err(CommandError::Unsupported { unit: u.name(), control });
     if c.color.is_some() && !u.caps.color {
         return missing("colour");
@@ -93,6 +97,9 @@ fn on_off_only(u: &UnitInfo) -> bool {
 /// Checks a command against what is known of the network, without building anything (used when
 /// a command arrives, so an impossible one is refused at once rather than after queueing).
 pub fn check(command: &Command, key: Key, net: &NetworkInfo) -> Result<(), CommandError> {
+    if net.gateway_offline {
+        return Err(CommandError::GatewayOffline(net.name.clone()));
+    }
     match (command, key) {
         (Command::Unit(c), Key::Unit(id)) => check_unit(c, &unit(net, id)?),
         (Command::Group(_), Key::Group(id)) if !net.groups.contains_key(&id) => Err(unknown("group", id, net)),

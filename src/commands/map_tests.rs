@@ -18,6 +18,7 @@ fn network() -> NetworkInfo {
         r#"{"id":3,"name":"Lamp","type":"Luminaire","on":false,"controls":[{"type":"Dimmer","value":0},{"type":"Colorsource","source":"XY"},{"type":"Color","x":0.3,"y":0.3}]}"#,
         r#"{"id":4,"name":"Hallway presence","type":"Sensor","controls":[{"type":"Presence","status":"absent"}]}"#,
         r#"{"id":8,"name":"Plug","type":"Luminaire","on":true,"controls":[{"type":"OnOff","value":1}]}"#,
+        r#"{"id":9,"name":"Garage","type":"Luminaire","online":false,"on":false,"controls":[{"type":"Dimmer","value":0}]}"#,
     ];
     for u in units {
         let state: UnitState = serde_json::from_str(u).unwrap();
@@ -180,4 +181,26 @@ fn a_sent_toggle_is_remembered_for_the_next_one() {
     assert_eq!(first.expect_on, Some(false));
     net.expect(Key::Unit(1), false);
     assert_eq!(json(&net, Key::Unit(1), "TOGGLE"), unit_msg(1, r#"{"Dimmer":{"value":0.8}}"#));
+}
+
+/// The cloud takes a command to an offline unit and nothing happens: it is refused instead, with
+/// the unit's name, whatever it asks.
+#[test]
+fn commands_to_an_offline_unit_are_refused() {
+    let net = network();
+    for payload in ["ON", "OFF", "TOGGLE", r#"{"brightness":10}"#] {
+        assert_eq!(reason(&net, Key::Unit(9), payload), "unit Garage is offline; command not sent", "{payload}");
+    }
+    assert!(planned(&net, Key::Unit(1), "ON").is_ok(), "an online unit takes it");
+}
+
+/// With the network's gateway offline, no command of any kind is sent.
+#[test]
+fn commands_to_a_network_whose_gateway_is_offline_are_refused() {
+    let mut net = network();
+    net.gateway_offline = true;
+    let refused = "the gateway of network Home is offline; command not sent";
+    for (key, payload) in [(Key::Unit(1), "ON"), (Key::Group(1), "ON"), (Key::Scene(1), "ON"), (Key::Network, "0.5")] {
+        assert_eq!(reason(&net, key, payload), refused, "{key:?}");
+    }
 }

@@ -31,6 +31,7 @@ pub use file::{
     DEFAULT_MAX_REQUESTS_PER_MINUTE, DEFAULT_POLL_INTERVAL, DEFAULT_RESYNC_INTERVAL, DEFAULT_SESSION_HEADER,
     DEFAULT_WIRE_PING_INTERVAL, DEFAULT_WS_URL, LogFormat, fields_of,
 };
+pub(crate) use secrets::io_reason;
 
 use crate::bridge::{CloudSettings, CredentialSettings};
 use crate::mqtt::client::redact_url;
@@ -234,13 +235,14 @@ impl Config {
         };
         let health = self.health.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
         format!(
-            "config {source}: cloud {} (ws {}), {} credentials entr{} ({ids} network ids, {open} open to all), \
+            "config {source}: cloud {} (ws {}), {} credentials entr{} ({ids} network id{}, {open} open to all), \
              poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({protocol}, qos {}, base topic {}), \
              discovery {discovery}, attribute topics {}; health {health}; log {} {format}",
             redact_url(c.base_url.as_str()),
             redact_url(&c.ws_url),
             self.networks.len(),
             if self.networks.len() == 1 { "y" } else { "ies" },
+            if ids == 1 { "" } else { "s" },
             humantime::format_duration(c.poll_interval),
             humantime::format_duration(c.resync_interval),
             c.max_requests_per_minute,

@@ -60,6 +60,9 @@ pub(crate) fn cloud(reader: &mut Reader, c: CloudFile) -> Option<CloudSettings> 
         let key_name = if c.api_key_file.is_some() { "cloud.api_key_file" } else { "cloud.api_key" };
         reader.push(Problem::invalid(key_name, "the API key contains characters an HTTP header cannot carry"));
     }
+    if let Some(key) = &api_key {
+        placeholder(reader, "cloud.api_key", c.api_key_file.is_some(), key);
+    }
     if reader.problems.len() > before {
         return None;
     }
@@ -103,6 +106,9 @@ pub(crate) fn networks(reader: &mut Reader, entries: Vec<NetworkFile>) -> Option
             entry.password_file.as_deref(),
             true,
         );
+        if let Some(password) = &password {
+            placeholder(reader, &format!("{prefix}.password"), entry.password_file.is_some(), password);
+        }
         let ids = entry.ids.unwrap_or_default();
         for (j, id) in ids.iter().enumerate() {
             let key = format!("{prefix}.ids[{j}]");
@@ -135,6 +141,7 @@ pub(crate) fn mqtt(
     let password =
         secrets::resolve(reader, "mqtt.password", Some(mqtt.password.clone()), mqtt.password_file.as_deref(), false);
     if let Some(password) = password {
+        placeholder(reader, "mqtt.password", mqtt.password_file.is_some(), &password);
         mqtt.password = password;
         mqtt.password_file = None;
     }
@@ -211,6 +218,19 @@ fn url(reader: &mut Reader, key: &str, text: &str, schemes: &[&str]) -> Option<U
             None
         }
         Ok(url) => Some(url),
+    }
+}
+
+/// The secrets config.example.yaml ships with. A copy of the example that still holds one would
+/// only fail at login (after retries, as an authentication error); refused here, it names the key.
+const PLACEHOLDERS: [&str; 2] = ["your-api-key", "change-me"];
+
+/// Refuses a secret that is still a placeholder of config.example.yaml. `from_file`: the secret
+/// came from `<key>_file`, which is then the key named.
+fn placeholder(reader: &mut Reader, key: &str, from_file: bool, secret: &crate::cloud::model::Secret) {
+    if PLACEHOLDERS.contains(&secret.expose()) {
+        let key = if from_file { format!("{key}_file") } else { key.to_string() };
+        reader.push(Problem::invalid(key, "is still the placeholder of config.example.yaml: put the real value here"));
     }
 }
 

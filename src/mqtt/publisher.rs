@@ -14,14 +14,14 @@
 
 use super::client::{Client, ClientEvent, Events, Message};
 use super::commands::{self, Intake, ResolvedCommand};
-use super::discovery::{self, Discovery};
+use super::discovery;
 use super::gc::{self, Scope};
 use super::plan;
 use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
 use super::state_text::StateText;
 use super::store::{Op, Receipt, Store};
-use super::topics::{self, Layout};
+use super::topics;
 use crate::bridge::state::UnitEvent;
 use crate::bridge::update::Update;
 use crate::cloud::model::Control;
@@ -114,13 +114,7 @@ impl Publisher {
         commands: mpsc::Sender<ResolvedCommand>,
         tuning: Tuning,
     ) -> Publisher {
-        let layout = Layout::of(&config.mqtt);
-        let discovery = config.homeassistant.enabled.then(|| Discovery {
-            prefix: config.homeassistant.discovery_prefix.clone(),
-            mode: config.homeassistant.discovery,
-            qos: config.mqtt.qos,
-        });
-        let renderer = Renderer { layout, discovery, attribute_topics: config.output.attribute_topics };
+        let renderer = Renderer::of(&config);
         let filters = gc::scan_filters(&config);
         let config_scan = config.mqtt.clone();
         let mut p = Publisher {
@@ -289,6 +283,14 @@ impl Publisher {
         self.held_errors.push_back(payload);
     }
 
+    /// Refuses a command the dispatcher never gets: logged and on `bridge/error`, like the
+    /// dispatcher's own refusals.
+    async fn refuse(&mut self, topic: &str, reason: &str) {
+        tracing::warn!(%topic, reason, "command rejected");
+        let error = serde_json::json!({"topic": topic, "reason": reason});
+        self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+    }
+
     async fn on_message(&mut self, m: Message) {
         if self.config.homeassistant.enabled && m.topic == self.config.homeassistant.status_topic {
             // A retained birth arrives with every subscription; the connection's own resync
@@ -305,16 +307,14 @@ impl Publisher {
         match commands::classify(&self.renderer.layout, &m) {
             Intake::Forward(message) => match commands::resolve(&self.renderer.layout, &self.nets, &message.topic) {
                 Some((network, target)) => {
-                    if let Err(e) = self.commands.try_send(ResolvedCommand { message, network, target }) {
-                        tracing::warn!(topic = %m.topic, error = %e, "command dropped");
-                    }
+                    let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
+                        Ok(()) => return,
+                        Err(mpsc::error::TrySendError::Full(_)) => "too many commands waiting; command dropped",
+                        Err(mpsc::error::TrySendError::Closed(_)) => "the bridge is stopping; command dropped",
+                    };
+                    self.refuse(&m.topic, reason).await;
                 }
-                None => {
-                    let reason = "no network, unit, group or scene has this command topic";
-                    tracing::warn!(topic = %m.topic, reason, "command rejected");
-                    let error = serde_json::json!({"topic": m.topic, "reason": reason});
-                    self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
-                }
+                None => self.refuse(&m.topic, "no network, unit, group or scene has this command topic").await,
             },
             Intake::Retained => {
                 tracing::warn!(topic = %m.topic, "ignoring a retained command (a replay); clearing it from the broker");

@@ -185,6 +185,20 @@ fn entity_name(name: &str, device_name: &str, kind: &str, id: u32) -> Name {
 }
 
 impl Renderer {
+    /// The renderer of a bridge with these settings.
+    pub fn of(config: &super::settings::Config) -> Renderer {
+        let discovery = config.homeassistant.enabled.then(|| Discovery {
+            prefix: config.homeassistant.discovery_prefix.clone(),
+            mode: config.homeassistant.discovery,
+            qos: config.mqtt.qos,
+        });
+        Renderer {
+            layout: Layout::of(&config.mqtt),
+            discovery,
+            attribute_topics: config.output.attribute_topics,
+        }
+    }
+
     fn bridge_availability(&self) -> Vec<String> {
         vec![self.layout.bridge_state()]
     }
@@ -198,11 +212,36 @@ impl Renderer {
     /// The bridge's topics: its device, `bridge/state` = `online`, `bridge/info`.
     pub fn bridge(&self, info: &Value) -> Topics {
         let l = &self.layout;
+        let mut out = Vec::new();
+        self.push_discovery(&mut out, &self.bridge_device());
+        out.push((l.bridge_state(), "online".into()));
+        out.push((l.bridge_info(), info.to_string()));
+        out
+    }
+
+    /// How many entities Home Assistant lists for the bridge's own device: the components
+    /// discovery publishes for it.
+    pub fn bridge_entity_count(&self) -> usize {
+        self.bridge_device().components.len()
+    }
+
+    /// How many entities Home Assistant lists for a network: the components discovery publishes
+    /// for its device and its units' devices.
+    pub fn network_entity_count(&self, m: &NetMirror) -> usize {
+        let units = m.view.units.iter().filter_map(|(id, unit)| {
+            m.unit_slugs.get(id).map(|slug| self.unit_device(m, unit, slug, &m.caps(unit)).components.len())
+        });
+        self.network_device(m).components.len() + units.sum::<usize>()
+    }
+
+    /// The bridge's own device: its connectivity and its version.
+    fn bridge_device(&self) -> Device {
+        let l = &self.layout;
         let oid = instance_object_id(l);
         let base_slug = topics::slug_or_id(l.base(), &"casambi");
         let instance = l.instance().map(topics::slug).unwrap_or_default();
         let name = l.instance().map_or_else(|| "casambi2mqtt bridge".into(), |i| format!("casambi2mqtt bridge ({i})"));
-        let device = Device {
+        Device {
             object_id: oid.clone(),
             device: json!({
                 "identifiers": [oid],
@@ -228,17 +267,22 @@ impl Renderer {
                     self.bridge_availability(),
                 ),
             ],
-        };
+        }
+    }
+
+    /// A network's topics: its device, its JSON and its availability.
+    pub fn network(&self, m: &NetMirror) -> Topics {
+        let l = &self.layout;
+        let (v, net) = (&m.view, m.slug.as_str());
         let mut out = Vec::new();
-        self.push_discovery(&mut out, &device);
-        out.push((l.bridge_state(), "online".into()));
-        out.push((l.bridge_info(), info.to_string()));
+        self.push_discovery(&mut out, &self.network_device(m));
+        out.push((l.network(net), network_json(&v.status, &v.scenes).to_string()));
+        out.push((l.network_availability(net), if v.status.available() { "online" } else { "offline" }.into()));
         out
     }
 
-    /// A network's topics: its device (dim level, cloud connection, a switch per scene, a
-    /// light per group), its JSON and its availability.
-    pub fn network(&self, m: &NetMirror) -> Topics {
+    /// A network's device: dim level, cloud connection, a switch per scene, a light per group.
+    fn network_device(&self, m: &NetMirror) -> Device {
         let l = &self.layout;
         let v = &m.view;
         let net = m.slug.as_str();
@@ -284,7 +328,7 @@ impl Renderer {
                 dimmable,
             ));
         }
-        let device = Device {
+        Device {
             object_id: oid.clone(),
             device: json!({
                 "identifiers": [oid],
@@ -294,12 +338,7 @@ impl Renderer {
             }),
             availability: avail,
             components,
-        };
-        let mut out = Vec::new();
-        self.push_discovery(&mut out, &device);
-        out.push((l.network(net), network_json(&v.status, &v.scenes).to_string()));
-        out.push((l.network_availability(net), if v.status.available() { "online" } else { "offline" }.into()));
-        out
+        }
     }
 
     /// The unit JSON of a unit of `m` (all keys present).
