@@ -85,12 +85,19 @@ async fn nats_over_mqtt311() {
 }
 
 /// rumqttd runs on threads of its own with no shutdown call, so it cannot be restarted within
-/// the test's process: no restart check. It speaks MQTT 3.1.1 only.
+/// the test's process: no restart check. Its front listener takes MQTT 5 and 3.1.1 on one port.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demos_embedded_broker_with_protocol_auto() {
     let listen = std::net::SocketAddr::from(([127, 0, 0, 1], nats::free_port()));
     casambi2mqtt::broker::start(listen).await.expect("the embedded broker starts");
-    run_matrix("embedded (rumqttd)", &format!("mqtt://{listen}"), listen.port(), "auto", "3.1.1", None).await;
+    run_matrix("embedded (rumqttd)", &format!("mqtt://{listen}"), listen.port(), "auto", "5", None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demos_embedded_broker_with_mqtt_3_1_1() {
+    let listen = std::net::SocketAddr::from(([127, 0, 0, 1], nats::free_port()));
+    casambi2mqtt::broker::start(listen).await.expect("the embedded broker starts");
+    run_matrix("embedded (rumqttd)", &format!("mqtt://{listen}"), listen.port(), "v3", "3.1.1", None).await;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -192,11 +192,7 @@ impl Renderer {
             mode: config.homeassistant.discovery,
             qos: config.mqtt.qos,
         });
-        Renderer {
-            layout: Layout::of(&config.mqtt),
-            discovery,
-            attribute_topics: config.output.attribute_topics,
-        }
+        Renderer { layout: Layout::of(&config.mqtt), discovery, attribute_topics: config.output.attribute_topics }
     }
 
     fn bridge_availability(&self) -> Vec<String> {
