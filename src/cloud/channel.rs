@@ -4,7 +4,7 @@
 //! upgrade when a client opens one per network, so every network of a key shares one socket and
 //! is told apart by its wire number.
 //!
-//! The channel is a task owning the socket ([`task`]). Networks register a wire with
+//! The channel is a task owning the socket (`channel/task.rs`). Networks register a wire with
 //! [`EventChannel::open`] and receive [`WireEvent`]s on their own bounded queue (a slow consumer
 //! slows the socket down instead of growing memory). After a socket loss the task reconnects with
 //! exponential backoff and jitter and reopens every registered wire; the service then resends
@@ -13,8 +13,8 @@
 //! every `ws_ping_interval`; a socket that stays silent for two WebSocket ping intervals is
 //! considered dead.
 //!
-//! Each wire's life is one [`wire::WireState`] (closed, opening, open, refused); why a socket or
-//! a wire went down is a [`DownReason`].
+//! Each wire's life is one `WireState` (`channel/wire.rs`: closed, opening, open, refused); why a
+//! socket or a wire went down is a [`DownReason`].
 
 mod error;
 mod task;
