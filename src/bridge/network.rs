@@ -9,7 +9,7 @@ use super::fixtures::FixtureCache;
 use super::state::{Connection, NetworkView, SnapshotDelta, Topology};
 use super::update::Update;
 use crate::cloud::CloudError;
-use crate::cloud::channel::{EventChannel, WireEvent};
+use crate::cloud::channel::{ChannelError, EventChannel, WireEvent};
 use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
@@ -67,7 +67,7 @@ pub struct Outgoing {
     /// Refresh `/state` afterwards (scene and network commands change `activeScenes`).
     pub refresh_after: bool,
     /// Told whether the message went out.
-    pub done: oneshot::Sender<Result<(), String>>,
+    pub done: oneshot::Sender<Result<(), ChannelError>>,
 }
 
 impl std::fmt::Debug for Outgoing {
@@ -186,7 +186,7 @@ impl Supervisor {
                 out = self.outgoing.recv(), if commands_open => {
                     // Without senders (the bridge handle is gone) the branch would be ready forever.
                     let Some(out) = out else { commands_open = false; continue };
-                    let result = self.channel.send(&self.id, out.build).await.map_err(|e| e.to_string());
+                    let result = self.channel.send(&self.id, out.build).await;
                     if result.is_ok() && out.refresh_after {
                         schedule_refresh(&mut net, self.timing.scene_refresh_delay);
                     }
