@@ -101,7 +101,7 @@ pub enum ChannelError {
 }
 
 /// What a handle asks of the channel task.
-enum Command {
+enum Request {
     Open {
         network: String,
         session: Secret,
@@ -120,7 +120,7 @@ enum Command {
 /// Handle to a running event channel; cheap to clone.
 #[derive(Clone)]
 pub struct EventChannel {
-    commands: mpsc::UnboundedSender<Command>,
+    requests: mpsc::UnboundedSender<Request>,
 }
 
 impl std::fmt::Debug for EventChannel {
@@ -133,22 +133,22 @@ impl EventChannel {
     /// Starts the channel task; it runs until `shutdown` is cancelled, then closes every wire and
     /// the socket cleanly. Every frame read is noted in `wake` (the bridge's wake-up batching).
     pub fn spawn(config: ChannelConfig, wake: WakeBatcher, shutdown: CancellationToken) -> EventChannel {
-        let (commands, rx) = mpsc::unbounded_channel();
+        let (requests, rx) = mpsc::unbounded_channel();
         tokio::spawn(task::run(config, wake, rx, shutdown));
-        EventChannel { commands }
+        EventChannel { requests }
     }
 
     /// Registers (or re-registers with a new session) the wire of a network. The wire is opened
     /// now if the socket is up, and after every reconnect.
     pub fn open(&self, network: &str, session: Secret, events: mpsc::Sender<WireEvent>) -> Result<(), ChannelError> {
-        self.commands
-            .send(Command::Open { network: network.to_string(), session, events })
+        self.requests
+            .send(Request::Open { network: network.to_string(), session, events })
             .map_err(|_| ChannelError::Stopped)
     }
 
     /// Closes and forgets the wire of a network.
     pub fn close(&self, network: &str) -> Result<(), ChannelError> {
-        self.commands.send(Command::Close { network: network.to_string() }).map_err(|_| ChannelError::Stopped)
+        self.requests.send(Request::Close { network: network.to_string() }).map_err(|_| ChannelError::Stopped)
     }
 
     /// Sends a message on the network's wire; `build` receives the wire number. Fails when the
@@ -159,8 +159,8 @@ impl EventChannel {
         build: impl FnOnce(u32) -> ClientMessage + Send + 'static,
     ) -> Result<(), ChannelError> {
         let (done, result) = tokio::sync::oneshot::channel();
-        self.commands
-            .send(Command::Send { network: network.to_string(), build: Box::new(build), done })
+        self.requests
+            .send(Request::Send { network: network.to_string(), build: Box::new(build), done })
             .map_err(|_| ChannelError::Stopped)?;
         result.await.map_err(|_| ChannelError::Stopped)?
     }

@@ -3,7 +3,7 @@
 
 use super::error::DownReason;
 use super::wire::Wire;
-use super::{ChannelConfig, ChannelError, Command, MAX_FRAME_BYTES, WireEvent};
+use super::{ChannelConfig, ChannelError, MAX_FRAME_BYTES, Request, WireEvent};
 use crate::cloud::model::{ClientMessage, FrameError, Secret, ServerMessage, parse_frame};
 use crate::wake_batch::WakeBatcher;
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -40,7 +40,7 @@ struct Channel {
 pub(super) async fn run(
     config: ChannelConfig,
     wake: WakeBatcher,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
     shutdown: CancellationToken,
 ) {
     let mut ch = Channel { config, wake, wires: BTreeMap::new(), next_wire: 1, opens: 0 };
@@ -50,8 +50,8 @@ pub(super) async fn run(
         if ch.wires.values().all(Wire::is_refused) {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                cmd = commands.recv() => match cmd {
-                    Some(cmd) => { ch.handle_offline(cmd); continue; }
+                request = requests.recv() => match request {
+                    Some(request) => { ch.handle_offline(request); continue; }
                     None => return,
                 },
             }
@@ -63,7 +63,7 @@ pub(super) async fn run(
         match socket {
             Ok(socket) => {
                 backoff = ch.backoff();
-                let reason = Arc::new(ch.serve(socket, &mut commands, &shutdown).await);
+                let reason = Arc::new(ch.serve(socket, &mut requests, &shutdown).await);
                 ch.all_down(&reason).await;
                 if shutdown.is_cancelled() {
                     return;
@@ -84,8 +84,8 @@ pub(super) async fn run(
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep_until(until) => break,
-                cmd = commands.recv() => match cmd {
-                    Some(cmd) => ch.handle_offline(cmd),
+                request = requests.recv() => match request {
+                    Some(request) => ch.handle_offline(request),
                     None => return,
                 },
             }
@@ -120,13 +120,13 @@ impl Channel {
     }
 
     /// Handles a command while no socket is up.
-    fn handle_offline(&mut self, cmd: Command) {
-        match cmd {
-            Command::Open { network, session, events } => {
+    fn handle_offline(&mut self, request: Request) {
+        match request {
+            Request::Open { network, session, events } => {
                 self.register(network, session, events);
             }
-            Command::Close { network } => self.wires.retain(|_, w| w.network != network),
-            Command::Send { network, done, .. } => {
+            Request::Close { network } => self.wires.retain(|_, w| w.network != network),
+            Request::Send { network, done, .. } => {
                 let _ = done.send(Err(ChannelError::WireDown(network)));
             }
         }
@@ -157,7 +157,7 @@ impl Channel {
     async fn serve(
         &mut self,
         mut socket: Socket,
-        commands: &mut mpsc::UnboundedReceiver<Command>,
+        requests: &mut mpsc::UnboundedReceiver<Request>,
         shutdown: &CancellationToken,
     ) -> DownReason {
         let wires: Vec<u32> = self.wires.iter().filter(|(_, w)| !w.is_refused()).map(|(n, _)| *n).collect();
@@ -204,9 +204,9 @@ impl Channel {
                         None => return DownReason::ConnectionClosed,
                     }
                 }
-                cmd = commands.recv() => {
-                    let Some(cmd) = cmd else { return DownReason::HandleDropped };
-                    if let Err(e) = self.handle_online(&mut socket, cmd).await {
+                request = requests.recv() => {
+                    let Some(request) = request else { return DownReason::HandleDropped };
+                    if let Err(e) = self.handle_online(&mut socket, request).await {
                         return e;
                     }
                 }
@@ -235,13 +235,13 @@ impl Channel {
         }
     }
 
-    async fn handle_online(&mut self, socket: &mut Socket, cmd: Command) -> Result<(), DownReason> {
-        match cmd {
-            Command::Open { network, session, events } => {
+    async fn handle_online(&mut self, socket: &mut Socket, request: Request) -> Result<(), DownReason> {
+        match request {
+            Request::Open { network, session, events } => {
                 let wire = self.register(network, session, events);
                 self.send_open(socket, wire).await
             }
-            Command::Close { network } => {
+            Request::Close { network } => {
                 let found: Vec<u32> =
                     self.wires.iter().filter(|(_, w)| w.network == network).map(|(n, _)| *n).collect();
                 for wire in found {
@@ -251,7 +251,7 @@ impl Channel {
                 }
                 Ok(())
             }
-            Command::Send { network, build, done } => {
+            Request::Send { network, build, done } => {
                 let wire = self.wires.iter().find(|(_, w)| w.network == network && w.is_open()).map(|(n, _)| *n);
                 let Some(wire) = wire else {
                     let _ = done.send(Err(ChannelError::WireDown(network)));
