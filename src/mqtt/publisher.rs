@@ -13,7 +13,7 @@
 //! with the time they were raised.
 
 use super::client::{Client, ClientEvent, Events, Message};
-use super::command_intake::{self, Intake, ResolvedCommand};
+use super::command_intake::{self as intake, Intake, ResolvedCommand};
 use super::discovery::{self, Discovery};
 use super::gc::{self, Scope};
 use super::plan;
@@ -296,22 +296,20 @@ impl Publisher {
             }
             return;
         }
-        match command_intake::classify(&self.renderer.layout, &m) {
-            Intake::Forward(message) => {
-                match command_intake::resolve(&self.renderer.layout, &self.nets, &message.topic) {
-                    Some((network, target)) => {
-                        if let Err(e) = self.commands.try_send(ResolvedCommand { message, network, target }) {
-                            tracing::warn!(topic = %m.topic, error = %e, "command dropped");
-                        }
-                    }
-                    None => {
-                        let reason = "no network, unit, group or scene has this command topic";
-                        tracing::warn!(topic = %m.topic, reason, "command rejected");
-                        let error = serde_json::json!({"topic": m.topic, "reason": reason});
-                        self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+        match intake::classify(&self.renderer.layout, &m) {
+            Intake::Forward(message) => match intake::resolve(&self.renderer.layout, &self.nets, &message.topic) {
+                Some((network, target)) => {
+                    if let Err(e) = self.commands.try_send(ResolvedCommand { message, network, target }) {
+                        tracing::warn!(topic = %m.topic, error = %e, "command dropped");
                     }
                 }
-            }
+                None => {
+                    let reason = "no network, unit, group or scene has this command topic";
+                    tracing::warn!(topic = %m.topic, reason, "command rejected");
+                    let error = serde_json::json!({"topic": m.topic, "reason": reason});
+                    self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+                }
+            },
             Intake::Retained => {
                 tracing::warn!(topic = %m.topic, "ignoring a retained command (a replay); clearing it from the broker");
                 if self.connected {
