@@ -25,16 +25,15 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// The async runtime of the bridge process: one thread, which takes a stream of events in
-/// batches ([`crate::coalesce`]).
+/// batches ([`crate::wake_batch`]; that module relies on this runtime having one thread).
 ///
 /// Every event passes through four tasks (WebSocket reader, network supervisor, publisher, MQTT
 /// client); on one thread each hand-over is a queue push, on a worker-per-core runtime it is
-/// often a wake-up of another thread (a futex call and a context switch), which cost more than
-/// the work itself (30–45 % less CPU per event on one thread at 5,000 events/s).
-/// One core carries far more than the cloud's quotas let through (BENCHMARKS.md);
-/// blocking work (DNS, files) goes to tokio's blocking pool as before.
+/// often a wake-up of another thread (a futex call and a context switch), which costs more than
+/// the work itself. One core carries far more than the cloud's quotas let through
+/// (BENCHMARKS.md); blocking work (DNS, files) goes to tokio's blocking pool.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread().enable_all().on_thread_park(crate::coalesce::before_park).build()
+    tokio::runtime::Builder::new_current_thread().enable_all().on_thread_park(crate::wake_batch::before_park).build()
 }
 
 /// Updates in flight between the core and the publisher. Bounded: a slow broker slows the
@@ -128,7 +127,6 @@ pub async fn run(
     shutdown: CancellationToken,
     started: Option<tokio::sync::oneshot::Sender<Running>>,
 ) -> Result<Outcome, AppError> {
-    crate::coalesce::set_window(config.cloud.event_batch_window);
     let health = HealthState::new();
     let inner = CancellationToken::new();
     let health_addr = match config.health.listen {
@@ -249,13 +247,12 @@ mod tests {
     use std::time::{Duration, Instant};
 
     /// Waits on the bridge's runtime for a wake-up sent by another thread ~0.2 ms later, after a
-    /// frame was noted; returns how long the wait took.
+    /// frame was noted in a batcher of its own; returns how long the wait took.
     fn wait_after_a_frame() -> Duration {
         let runtime = super::runtime().expect("runtime");
-        // A frame noted earlier in this process (by another test) is forgotten first.
-        crate::coalesce::before_park();
         runtime.block_on(async {
-            crate::coalesce::frame_arrived();
+            let batcher = crate::wake_batch::WakeBatcher::for_current_runtime(crate::wake_batch::DEFAULT_WINDOW);
+            batcher.frame_arrived();
             let start = Instant::now();
             let (tx, rx) = tokio::sync::oneshot::channel();
             std::thread::spawn(move || {
@@ -274,7 +271,7 @@ mod tests {
     #[test]
     fn the_bridge_runtime_takes_a_burst_in_after_a_window() {
         let waits: Vec<Duration> = (0..3).map(|_| wait_after_a_frame()).collect();
-        let window = crate::coalesce::DEFAULT_WINDOW;
+        let window = crate::wake_batch::DEFAULT_WINDOW;
         assert!(waits.iter().any(|w| *w >= window * 9 / 10), "no pause of {window:?} after a frame: {waits:?}");
     }
 }

@@ -2,8 +2,7 @@
 //!
 //! serde_json escapes every key it writes, byte by byte, and a changed luminaire's payloads have
 //! about thirty keys (the unit JSON, its controls, its group's JSON). Those keys are constants that
-//! need no escaping, and escaping them was the largest single cost of an event.
-//! [`Object`] copies a constant key as it is and leaves every value to serde_json, so
+//! need no escaping, and escaping them would be the largest single cost of an event. [`Object`] copies a constant key as it is and leaves every value to serde_json, so
 //! strings that come from the cloud are still escaped by it.
 //!
 //! The writers built on it (`UnitJson`, `GroupJson`, `Control`) keep their derived or hand-written
@@ -35,7 +34,7 @@ impl<'a> Object<'a> {
     ///
     /// This and the field writers are always inlined: the key's length is then a constant where
     /// it is written, and the copy a few moves instead of a call to `memcpy` (about thirty keys a
-    /// changed luminaire: 3 % of its instructions).
+    /// changed luminaire).
     #[inline(always)]
     fn key(&mut self, key: &'static str) -> &mut Vec<u8> {
         debug_assert!(is_plain(key), "key {key:?} needs escaping");

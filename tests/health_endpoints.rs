@@ -46,7 +46,7 @@ async fn healthz_follows_mqtt_and_networks_and_metrics_are_exported() {
     let (tx, rx) = tokio::sync::oneshot::channel::<Running>();
     let task = tokio::spawn(app::run(config, shutdown.clone(), Some(tx)));
     let running = rx.await.unwrap();
-    assert_eq!(casambi2mqtt::coalesce::window(), Duration::from_millis(3), "the run took the configured window");
+    assert_eq!(running.bridge.event_batch_window(), Duration::from_millis(3), "the run took the configured window");
     let addr = running.health_addr.unwrap();
     let healthz = format!("http://{addr}/healthz");
 

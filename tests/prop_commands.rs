@@ -10,7 +10,7 @@ use casambi2mqtt::commands::parse::{
     ColorCommand, Command, LevelCommand, LightCommand, MAX_PAYLOAD, Switch, Target, parse,
 };
 use casambi2mqtt::mqtt::client::Message;
-use casambi2mqtt::mqtt::commands::{classify, resolve};
+use casambi2mqtt::mqtt::command_intake::{classify, resolve};
 use casambi2mqtt::mqtt::render::NetMirror;
 use casambi2mqtt::mqtt::topics::{Layout, assign};
 use proptest::prelude::*;

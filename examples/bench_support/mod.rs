@@ -47,7 +47,8 @@ fn unregister(pid: u32) {
 /// The `main` of a benchmark after its arguments are parsed: a watchdog of `timeout_secs`, then
 /// `run` on one thread. The simulator, the driver and the subscriber share this process, and its
 /// CPU is taken from the same cores as the bridge and the broker: one thread passes no wake-ups
-/// between workers, which took a fifth of the process's CPU with two.
+/// between workers, which would otherwise cost the harness a large share of its CPU and leave
+/// less of the machine to what is measured.
 pub fn block_on(timeout_secs: u64, run: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
     watchdog(Duration::from_secs(timeout_secs));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

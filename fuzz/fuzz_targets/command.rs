@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use casambi2mqtt::commands::parse::{Target, parse};
 use casambi2mqtt::mqtt::client::Message;
-use casambi2mqtt::mqtt::commands::{classify, resolve};
+use casambi2mqtt::mqtt::command_intake::{classify, resolve};
 use casambi2mqtt::mqtt::topics::Layout;
 use libfuzzer_sys::fuzz_target;
 

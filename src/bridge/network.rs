@@ -9,7 +9,7 @@ use super::fixtures::FixtureCache;
 use super::state::{Connection, NetworkView, SnapshotDelta, Topology};
 use super::update::Update;
 use crate::cloud::CloudError;
-use crate::cloud::channel::{EventChannel, WireEvent};
+use crate::cloud::channel::{ChannelError, EventChannel, WireEvent};
 use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
@@ -67,7 +67,7 @@ pub struct Outgoing {
     /// Refresh `/state` afterwards (scene and network commands change `activeScenes`).
     pub refresh_after: bool,
     /// Told whether the message went out.
-    pub done: oneshot::Sender<Result<(), String>>,
+    pub done: oneshot::Sender<Result<(), ChannelError>>,
 }
 
 impl std::fmt::Debug for Outgoing {
@@ -113,8 +113,9 @@ struct Fetched {
     state: crate::cloud::model::NetworkState,
 }
 
-/// The supervisor's own bookkeeping besides the view.
-struct Run {
+/// The supervised network: its view, and the supervisor's bookkeeping of its wire, its refreshes
+/// and its fixtures.
+struct SupervisedNetwork {
     view: NetworkView,
     wire_tx: mpsc::Sender<WireEvent>,
     burst_until: Instant,
@@ -133,7 +134,7 @@ impl Supervisor {
     /// [`Update::Problem`]s and connection states).
     pub async fn run(mut self, shutdown: CancellationToken) {
         let (wire_tx, mut wire_rx) = mpsc::channel(WIRE_QUEUE);
-        let mut run = Run {
+        let mut net = SupervisedNetwork {
             view: NetworkView::new(&self.id),
             wire_tx,
             burst_until: Instant::now(),
@@ -146,10 +147,10 @@ impl Supervisor {
         // Start-up snapshot, retried until it works.
         let mut backoff = self.backoff.backoff();
         loop {
-            match self.snapshot(&mut run, true).await {
+            match self.snapshot(&mut net, true).await {
                 Ok(()) => break,
                 Err(e) => {
-                    self.report_rest_failure(&mut run, &e).await;
+                    self.report_rest_failure(&mut net, &e).await;
                     let delay = backoff.next_delay(Some(&e)).unwrap_or(self.timing.poll_interval);
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
@@ -158,7 +159,7 @@ impl Supervisor {
                 }
             }
         }
-        self.open_wire(&mut run).await;
+        self.open_wire(&mut net).await;
 
         let start = Instant::now();
         let mut poll = interval_at(start + self.timing.poll_interval, self.timing.poll_interval);
@@ -168,8 +169,8 @@ impl Supervisor {
         let far = Duration::from_secs(365 * 24 * 3600);
         let mut commands_open = true;
         loop {
-            let refresh_at = run.scene_refresh.map_or(Instant::now() + far, |(at, _)| at);
-            let reopen_at = run.reopen_at.unwrap_or(Instant::now() + far);
+            let refresh_at = net.scene_refresh.map_or(Instant::now() + far, |(at, _)| at);
+            let reopen_at = net.reopen_at.unwrap_or(Instant::now() + far);
             // Biased: shutdown first, then wire events and commands, then timers. A poll waits
             // for a quota slot, and with a tight quota its tick is ready again at once; taken at
             // random, ticks could keep a wire's `Opened` waiting for many polls.
@@ -178,109 +179,109 @@ impl Supervisor {
                 _ = shutdown.cancelled() => break,
                 event = wire_rx.recv() => {
                     let Some(event) = event else { break };
-                    if self.on_wire(&mut run, event).await {
+                    if self.on_wire(&mut net, event).await {
                         poll.reset_immediately();
                     }
                 }
                 out = self.outgoing.recv(), if commands_open => {
                     // Without senders (the bridge handle is gone) the branch would be ready forever.
                     let Some(out) = out else { commands_open = false; continue };
-                    let result = self.channel.send(&self.id, out.build).await.map_err(|e| e.to_string());
+                    let result = self.channel.send(&self.id, out.build).await;
                     if result.is_ok() && out.refresh_after {
-                        schedule_refresh(&mut run, self.timing.scene_refresh_delay);
+                        schedule_refresh(&mut net, self.timing.scene_refresh_delay);
                     }
                     let _ = out.done.send(result);
                 }
-                _ = poll.tick(), if !run.wire_live => match self.poll(&mut run, &mut wire_rx).await {
+                _ = poll.tick(), if !net.wire_live => match self.poll(&mut net, &mut wire_rx).await {
                     Polled::Done => {}
                     Polled::Interrupted(event) => {
-                        if self.on_wire(&mut run, *event).await {
+                        if self.on_wire(&mut net, *event).await {
                             poll.reset_immediately();
                         }
                     }
                     Polled::WireGone => break,
                 },
-                _ = resync.tick(), if run.wire_live => self.refresh(&mut run).await,
-                _ = sleep_until(refresh_at), if run.scene_refresh.is_some() => {
-                    run.scene_refresh = None;
-                    self.refresh(&mut run).await;
+                _ = resync.tick(), if net.wire_live => self.refresh(&mut net).await,
+                _ = sleep_until(refresh_at), if net.scene_refresh.is_some() => {
+                    net.scene_refresh = None;
+                    self.refresh(&mut net).await;
                 }
-                _ = sleep_until(reopen_at), if run.reopen_at.is_some() => {
-                    run.reopen_at = None;
-                    self.open_wire(&mut run).await;
+                _ = sleep_until(reopen_at), if net.reopen_at.is_some() => {
+                    net.reopen_at = None;
+                    self.open_wire(&mut net).await;
                 }
             }
         }
         let _ = self.channel.close(&self.id);
     }
 
-    async fn open_wire(&self, run: &mut Run) {
+    async fn open_wire(&self, net: &mut SupervisedNetwork) {
         match self.session().await {
             Ok(session) => {
-                run.wire_generation = session.generation;
-                if self.channel.open(&self.id, session.session_id, run.wire_tx.clone()).is_err() {
+                net.wire_generation = session.generation;
+                if self.channel.open(&self.id, session.session_id, net.wire_tx.clone()).is_err() {
                     tracing::error!(network = %self.id, "event channel stopped; staying on REST polling");
                 }
             }
             Err(e) => {
                 tracing::warn!(network = %self.id, error = %e, "no session for the wire; trying again later");
-                self.report_rest_failure(run, &e).await;
-                run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
+                self.report_rest_failure(net, &e).await;
+                net.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
             }
         }
     }
 
     /// Handles one wire event; `true` when the wire was refused and a poll should run at once
     /// rather than at the next tick.
-    async fn on_wire(&self, run: &mut Run, event: WireEvent) -> bool {
+    async fn on_wire(&self, net: &mut SupervisedNetwork, event: WireEvent) -> bool {
         match event {
             WireEvent::Opened => {
                 tracing::info!(network = %self.id, "wire open");
-                run.wire_live = true;
-                run.burst_until = Instant::now() + self.timing.burst_window;
-                self.set_connection(run, Connection::Live).await;
+                net.wire_live = true;
+                net.burst_until = Instant::now() + self.timing.burst_window;
+                self.set_connection(net, Connection::Live).await;
             }
             WireEvent::Down { reason } => {
                 // Every failed reconnect reports the wire down again; only the first one counts.
-                if run.wire_live {
+                if net.wire_live {
                     tracing::warn!(network = %self.id, reason = %reason, "wire down; polling over REST");
-                    run.wire_live = false;
+                    net.wire_live = false;
                     // Poll at once, to the end even if the wire is back meanwhile: changes made
                     // while the wire was down are not lost.
-                    self.refresh(run).await;
+                    self.refresh(net).await;
                 }
             }
             WireEvent::Refused(WireStatusKind::InvalidSession) => {
-                run.wire_live = false;
+                net.wire_live = false;
                 tracing::info!(network = %self.id, "wire refused the session; renewing it");
-                match self.sessions.renew(&self.id, run.wire_generation).await {
+                match self.sessions.renew(&self.id, net.wire_generation).await {
                     Ok(session) => {
-                        run.wire_generation = session.generation;
-                        if self.channel.open(&self.id, session.session_id, run.wire_tx.clone()).is_err() {
+                        net.wire_generation = session.generation;
+                        if self.channel.open(&self.id, session.session_id, net.wire_tx.clone()).is_err() {
                             tracing::error!(network = %self.id, "event channel stopped");
                         }
                     }
                     Err(e) => {
-                        self.report_rest_failure(run, &e).await;
-                        run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
+                        self.report_rest_failure(net, &e).await;
+                        net.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
                     }
                 }
                 return true;
             }
             WireEvent::Refused(status) => {
-                run.wire_live = false;
+                net.wire_live = false;
                 let message = format!("the service refused the wire: {}", status.as_str());
                 tracing::warn!(network = %self.id, status = status.as_str(), "wire refused");
                 self.problem(message).await;
-                run.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
+                net.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
                 return true;
             }
-            WireEvent::Message(msg) => self.on_message(run, msg).await,
+            WireEvent::Message(msg) => self.on_message(net, msg).await,
         }
         false
     }
 
-    async fn on_message(&self, run: &mut Run, msg: ServerMessage) {
+    async fn on_message(&self, net: &mut SupervisedNetwork, msg: ServerMessage) {
         if matches!(
             msg,
             ServerMessage::UnitChanged { .. }
@@ -292,14 +293,14 @@ impl Supervisor {
         match msg {
             ServerMessage::UnitChanged { unit, .. } => {
                 let id = unit.id;
-                let old_scene = run.view.units.get(&id).and_then(|u| u.active_scene_id);
-                let live = Instant::now() >= run.burst_until;
-                let delta = run.view.apply_unit(*unit, live);
+                let old_scene = net.view.units.get(&id).and_then(|u| u.active_scene_id);
+                let live = Instant::now() >= net.burst_until;
+                let delta = net.view.apply_unit(*unit, live);
                 if delta.changed
-                    && let Some(unit) = run.view.units.get(&id).cloned()
+                    && let Some(unit) = net.view.units.get(&id).cloned()
                 {
                     if unit.active_scene_id.is_some() && unit.active_scene_id != old_scene {
-                        schedule_refresh(run, self.timing.scene_refresh_delay);
+                        schedule_refresh(net, self.timing.scene_refresh_delay);
                     }
                     self.send(Update::Unit { network: self.id.clone(), unit }).await;
                 }
@@ -309,15 +310,15 @@ impl Supervisor {
                 }
             }
             ServerMessage::PeerChanged { online, .. } => {
-                if run.view.set_gateway(online) {
+                if net.view.set_gateway(online) {
                     tracing::info!(network = %self.id, online, "gateway presence changed");
-                    self.send_status(run).await;
+                    self.send_status(net).await;
                 }
             }
             ServerMessage::NetworkUpdated { .. } => {
                 tracing::info!(network = %self.id, "network configuration changed; refetching");
-                if let Err(e) = self.snapshot(run, true).await {
-                    self.report_rest_failure(run, &e).await;
+                if let Err(e) = self.snapshot(net, true).await {
+                    self.report_rest_failure(net, &e).await;
                 }
             }
             ServerMessage::WireStatus { status, .. } => {
@@ -333,32 +334,32 @@ impl Supervisor {
     }
 
     /// Polls `/state` (while the wire is down, for resyncs and scene refreshes).
-    async fn refresh(&self, run: &mut Run) {
+    async fn refresh(&self, net: &mut SupervisedNetwork) {
         let fetched = self.fetch(false).await;
-        self.apply_or_report(run, fetched).await;
+        self.apply_or_report(net, fetched).await;
     }
 
     /// Publishes what a poll fetched, or reports why it could not.
-    async fn apply_or_report(&self, run: &mut Run, fetched: Result<Fetched, CloudError>) {
+    async fn apply_or_report(&self, net: &mut SupervisedNetwork, fetched: Result<Fetched, CloudError>) {
         match fetched {
-            Ok(fetched) => self.apply(run, fetched).await,
-            Err(e) => self.report_rest_failure(run, &e).await,
+            Ok(fetched) => self.apply(net, fetched).await,
+            Err(e) => self.report_rest_failure(net, &e).await,
         }
     }
 
     /// Fetches the state (and with `with_config` the network configuration too) and publishes
     /// what changed. A REST success while the wire is down means `polling`.
-    async fn snapshot(&self, run: &mut Run, with_config: bool) -> Result<(), CloudError> {
+    async fn snapshot(&self, net: &mut SupervisedNetwork, with_config: bool) -> Result<(), CloudError> {
         let fetched = self.fetch(with_config).await?;
-        self.apply(run, fetched).await;
+        self.apply(net, fetched).await;
         Ok(())
     }
 
     /// The REST half of a snapshot. It changes nothing, so it may be dropped half-way.
     ///
     /// Boxed, like [`Supervisor::apply`]: the supervisor's task is as large as the largest state
-    /// it awaits, and keeps that room for its whole life. With both held inline a task took
-    /// 5,928 bytes (a 6 KiB block for each network); with both boxed 3,424 (4 KiB), for one
+    /// it awaits, and keeps that room for its whole life, once per network. Boxing the two
+    /// largest states keeps every network's task in a smaller allocation block, for one
     /// allocation per snapshot.
     fn fetch(&self, with_config: bool) -> Pin<Box<impl Future<Output = Result<Fetched, CloudError>> + '_>> {
         Box::pin(self.fetch_inline(with_config))
@@ -372,58 +373,62 @@ impl Supervisor {
 
     /// A poll while the wire is down. With a tight quota the fetch may wait seconds for a slot;
     /// a wire event arriving meanwhile (typically `Opened`) abandons it, to be handled at once.
-    async fn poll(&self, run: &mut Run, wire_rx: &mut mpsc::Receiver<WireEvent>) -> Polled {
+    async fn poll(&self, net: &mut SupervisedNetwork, wire_rx: &mut mpsc::Receiver<WireEvent>) -> Polled {
         let fetched = tokio::select! {
             biased;
             event = wire_rx.recv() => return event.map_or(Polled::WireGone, |e| Polled::Interrupted(Box::new(e))),
             fetched = self.fetch(false) => fetched,
         };
-        self.apply_or_report(run, fetched).await;
+        self.apply_or_report(net, fetched).await;
         Polled::Done
     }
 
     /// The publishing half of a snapshot: applies what was fetched and sends what changed.
     ///
     /// Boxed, as [`Supervisor::fetch`] is: its locals (the topology change, the delta, the
-    /// fixtures' requests) were the task's largest state.
-    fn apply<'a>(&'a self, run: &'a mut Run, fetched: Fetched) -> Pin<Box<impl Future<Output = ()> + 'a>> {
-        Box::pin(self.apply_inline(run, fetched))
+    /// fixtures' requests) would be the task's largest state.
+    fn apply<'a>(
+        &'a self,
+        net: &'a mut SupervisedNetwork,
+        fetched: Fetched,
+    ) -> Pin<Box<impl Future<Output = ()> + 'a>> {
+        Box::pin(self.apply_inline(net, fetched))
     }
 
-    async fn apply_inline(&self, run: &mut Run, Fetched { config, state }: Fetched) {
-        let first = run.view.status.revision.is_none() && run.view.units.is_empty();
+    async fn apply_inline(&self, net: &mut SupervisedNetwork, Fetched { config, state }: Fetched) {
+        let first = net.view.status.revision.is_none() && net.view.units.is_empty();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         crate::health::metrics::metrics().last_resync.set(now.as_secs_f64());
-        let before_status = run.view.status.clone();
+        let before_status = net.view.status.clone();
         let mut topology = Topology::default();
         // Dropped here, not held across the awaits below (fixtures, a full queue to the publisher).
         if let Some(config) = config {
-            topology = run.view.apply_config(&config);
+            topology = net.view.apply_config(&config);
         }
-        let revision_before = run.view.status.revision;
-        let delta: SnapshotDelta = run.view.apply_snapshot(state);
+        let revision_before = net.view.status.revision;
+        let delta: SnapshotDelta = net.view.apply_snapshot(state);
         merge_topology(&mut topology, delta.topology);
-        let revision_changed = revision_before.is_some() && run.view.status.revision != revision_before;
-        let fixture_ids = run.view.fixture_ids();
-        let fixtures_missing = !fixture_ids.is_subset(&run.fixtures_asked);
+        let revision_changed = revision_before.is_some() && net.view.status.revision != revision_before;
+        let fixture_ids = net.view.fixture_ids();
+        let fixtures_missing = !fixture_ids.is_subset(&net.fixtures_asked);
         if fixtures_missing {
             let fixtures = self.fixtures.get_all(&self.rest, fixture_ids.clone()).await;
-            run.view.set_fixtures(fixtures);
-            run.fixtures_asked = fixture_ids;
+            net.view.set_fixtures(fixtures);
+            net.fixtures_asked = fixture_ids;
         }
-        if !run.wire_live {
-            run.view.set_connection(Connection::Polling);
+        if !net.wire_live {
+            net.view.set_connection(Connection::Polling);
         }
         if first || !topology.is_empty() || revision_changed || fixtures_missing {
-            let view = Arc::new(run.view.clone());
+            let view = Arc::new(net.view.clone());
             self.send(Update::Network { view, topology: Box::new(topology) }).await;
             return;
         }
-        if run.view.status != before_status {
-            self.send_status(run).await;
+        if net.view.status != before_status {
+            self.send_status(net).await;
         }
         for id in delta.changed_units {
-            if let Some(unit) = run.view.units.get(&id) {
+            if let Some(unit) = net.view.units.get(&id) {
                 self.send(Update::Unit { network: self.id.clone(), unit: unit.clone() }).await;
             }
         }
@@ -463,24 +468,24 @@ impl Supervisor {
         }
     }
 
-    async fn report_rest_failure(&self, run: &mut Run, e: &CloudError) {
+    async fn report_rest_failure(&self, net: &mut SupervisedNetwork, e: &CloudError) {
         tracing::warn!(network = %self.id, error = %e, "cloud request failed");
         if e.is_final() {
             self.problem(e.to_string()).await;
         }
-        if !run.wire_live {
-            self.set_connection(run, Connection::Down).await;
+        if !net.wire_live {
+            self.set_connection(net, Connection::Down).await;
         }
     }
 
-    async fn set_connection(&self, run: &mut Run, connection: Connection) {
-        if run.view.set_connection(connection) {
-            self.send_status(run).await;
+    async fn set_connection(&self, net: &mut SupervisedNetwork, connection: Connection) {
+        if net.view.set_connection(connection) {
+            self.send_status(net).await;
         }
     }
 
-    async fn send_status(&self, run: &Run) {
-        self.send(Update::Status { network: self.id.clone(), status: Box::new(run.view.status.clone()) }).await;
+    async fn send_status(&self, net: &SupervisedNetwork) {
+        self.send(Update::Status { network: self.id.clone(), status: Box::new(net.view.status.clone()) }).await;
     }
 
     async fn problem(&self, message: String) {
@@ -493,9 +498,9 @@ impl Supervisor {
     }
 }
 
-fn schedule_refresh(run: &mut Run, delay: Duration) {
+fn schedule_refresh(net: &mut SupervisedNetwork, delay: Duration) {
     let now = Instant::now();
-    run.scene_refresh = Some(match run.scene_refresh {
+    net.scene_refresh = Some(match net.scene_refresh {
         Some((_, first)) => ((now + delay).min(first + delay * 3), first),
         None => (now + delay, now),
     });

@@ -15,6 +15,7 @@ use crate::cloud::model::{Credentials, Secret};
 use crate::cloud::quota::{BackoffPolicy, QuotaConfig, QuotaGuard};
 use crate::cloud::rest::{RestClient, RestConfig};
 use crate::cloud::session::{LoginPolicy, SessionManager};
+use crate::wake_batch::WakeBatcher;
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
@@ -50,9 +51,8 @@ pub struct CloudSettings {
     pub max_concurrent_requests: usize,
     /// App-level ping per wire (the service closes wires idle for about 5 minutes; 240 s).
     pub wire_ping_interval: Duration,
-    /// How long the bridge process's thread may wait after an event to take the next ones in
-    /// with it (`cloud.event_batch_window`, [`crate::coalesce`]); zero turns it off. Set by
-    /// [`crate::app::run`] for the whole process, not per bridge.
+    /// How long the bridge's thread may wait after an event to take the next ones in with it
+    /// (`cloud.event_batch_window`, [`crate::wake_batch`]); zero turns it off.
     pub event_batch_window: Duration,
 }
 
@@ -106,6 +106,7 @@ pub struct Bridge {
     networks: Arc<Mutex<BTreeMap<String, NetworkHandle>>>,
     credentials: watch::Receiver<Vec<CredentialState>>,
     rest: RestClient,
+    wake: WakeBatcher,
 }
 
 /// Why the bridge could not start at all.
@@ -117,7 +118,8 @@ pub enum StartError {
 }
 
 impl Bridge {
-    /// Starts every task; they run until `shutdown`.
+    /// Starts every task; they run until `shutdown`. On a current-thread runtime (the bridge's
+    /// own, [`crate::app::runtime`]) the bridge's wake-up batching is bound to the calling thread.
     pub fn start(
         cloud: &CloudSettings,
         credentials: &[CredentialSettings],
@@ -136,7 +138,8 @@ impl Bridge {
         let rest = RestClient::new(rest_config, quota)?;
         let mut channel_config = ChannelConfig::new(cloud.ws_url.clone(), cloud.api_key.clone());
         channel_config.ping_interval = cloud.wire_ping_interval;
-        let channel = EventChannel::spawn(channel_config, shutdown.clone());
+        let wake = WakeBatcher::for_current_runtime(cloud.event_batch_window);
+        let channel = EventChannel::spawn(channel_config, wake.clone(), shutdown.clone());
         let fixtures = Arc::new(FixtureCache::new());
         let networks = Arc::new(Mutex::new(BTreeMap::new()));
         let (states_tx, states_rx) = watch::channel(vec![CredentialState::Starting; credentials.len()]);
@@ -160,7 +163,7 @@ impl Bridge {
             };
             tokio::spawn(task.run(shutdown.clone()));
         }
-        Ok(Bridge { networks, credentials: states_rx, rest })
+        Ok(Bridge { networks, credentials: states_rx, rest, wake })
     }
 
     /// The networks supervised so far.
@@ -181,6 +184,11 @@ impl Bridge {
     /// The REST client (its request counters feed `/metrics`).
     pub fn rest(&self) -> &RestClient {
         &self.rest
+    }
+
+    /// The window of the bridge's wake-up batching (`cloud.event_batch_window`).
+    pub fn event_batch_window(&self) -> Duration {
+        self.wake.window()
     }
 
     /// Resolves when every credentials entry has been rejected for good (the binary exits 2).

@@ -373,8 +373,8 @@ pub fn is_switch(u: &UnitState) -> bool {
 /// Whether a unit or fixture type names a switch (`…Switch…` or `PushButton`).
 ///
 /// Asked of every changed unit, whose type is nearly always a short word (`Luminaire`): a
-/// window scan of its few bytes, where `str::contains` first built a two-way searcher for the
-/// needle (~100 instructions a call, ~1 % of a changed frame).
+/// window scan of its few bytes costs less than `str::contains`, which first builds a two-way
+/// searcher for the needle.
 pub fn is_switch_type(t: &str) -> bool {
     t == "PushButton" || t.as_bytes().windows(b"Switch".len()).any(|w| w == b"Switch")
 }

@@ -9,8 +9,11 @@
 //! - [`rest`]: [`RestClient`], one typed method per endpoint; every request passes the guard.
 //! - [`session`]: [`SessionManager`], network sessions with lockout-safe logins and coalesced
 //!   renewal after a 410 or an `invalidSession` wire status.
+//! - [`channel`]: [`channel::EventChannel`], the one WebSocket per API key and its task, which
+//!   carries a wire per network.
 //!
-//! Nothing here spawns tasks or keeps sockets open; the bridge's supervisor drives it.
+//! Apart from the channel's task nothing here spawns tasks or keeps sockets open; the bridge's
+//! supervisors drive it.
 
 pub mod channel;
 pub mod error;

@@ -210,8 +210,8 @@ pub struct UnitState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dim_level: Option<f64>,
     /// Older identity block (`_name`, `fixture_model`, `OEM`, …), kept raw. Boxed: it is rare,
-    /// and inline it took a `UnitState` (kept per unit, in an `Arc`) over the allocator's
-    /// 256-byte size class, 64 bytes more per unit (1.6 MB at 25,000 units).
+    /// and inline it would take a `UnitState` (kept per unit, in an `Arc`) over the allocator's
+    /// 224-byte size class into the 256-byte one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Box<Value>>,
 }

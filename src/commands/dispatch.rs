@@ -392,7 +392,7 @@ async fn attempt(inner: &Inner, key: &QueueKey, item: &Queued) -> Result<(), Fai
             }
             Ok(())
         }
-        Ok(Err(e)) => Err(Failure::WireDown(e)),
+        Ok(Err(e)) => Err(Failure::WireDown(e.to_string())),
         Err(_) => Err(stopped()),
     }
 }

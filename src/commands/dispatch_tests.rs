@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::bridge::state::NetworkView;
+use crate::cloud::channel::ChannelError;
 use crate::cloud::model::UnitState;
 use serde_json::Value;
 use std::sync::atomic::AtomicUsize;
@@ -10,7 +11,7 @@ const NET: &str = "n1";
 const TOPIC: &str = "casambi/home/unit/kitchen/set";
 
 /// What the fake supervisor answers to the n-th message (0-based).
-type Policy = Arc<dyn Fn(usize) -> Result<(), String> + Send + Sync>;
+type Policy = Arc<dyn Fn(usize) -> Result<(), ChannelError> + Send + Sync>;
 
 struct Fake {
     dispatcher: CommandDispatcher,
@@ -61,6 +62,10 @@ fn fake(config: DispatchConfig, policy: Policy) -> Fake {
         }
     });
     Fake { dispatcher, rejections, sent, attempts }
+}
+
+fn wire_down() -> ChannelError {
+    ChannelError::WireDown(NET.into())
 }
 
 fn always_ok() -> Policy {
@@ -167,7 +172,7 @@ async fn invalid_commands_are_refused_at_once_with_their_topic() {
 #[tokio::test]
 async fn a_short_wire_outage_is_ridden_out() {
     // The first three attempts find the wire down.
-    let mut f = fake(config(), Arc::new(|n| if n < 3 { Err("wire not open".into()) } else { Ok(()) }));
+    let mut f = fake(config(), Arc::new(|n| if n < 3 { Err(wire_down()) } else { Ok(()) }));
     f.dispatcher.submit(request(r#"{"brightness":51}"#)).unwrap();
     settle().await;
     assert_eq!(dimmer_values(&lock(&f.sent)), vec![0.2]);
@@ -177,7 +182,7 @@ async fn a_short_wire_outage_is_ridden_out() {
 
 #[tokio::test]
 async fn a_newer_value_replaces_one_waiting_for_the_wire() {
-    let f = fake(config(), Arc::new(|n| if n < 2 { Err("wire not open".into()) } else { Ok(()) }));
+    let f = fake(config(), Arc::new(|n| if n < 2 { Err(wire_down()) } else { Ok(()) }));
     f.dispatcher.submit(request(r#"{"brightness":51}"#)).unwrap();
     tokio::time::sleep(Duration::from_millis(10)).await;
     f.dispatcher.submit(request(r#"{"brightness":102}"#)).unwrap();
@@ -187,12 +192,12 @@ async fn a_newer_value_replaces_one_waiting_for_the_wire() {
 
 #[tokio::test]
 async fn a_long_outage_is_refused_visibly() {
-    let mut f = fake(config(), Arc::new(|_| Err("wire not open".into())));
+    let mut f = fake(config(), Arc::new(|_| Err(wire_down())));
     f.dispatcher.submit(request("OFF")).unwrap();
     let r = tokio::time::timeout(Duration::from_secs(2), f.rejections.recv()).await.unwrap().unwrap();
     assert_eq!(r.topic, TOPIC);
     assert!(r.reason.starts_with("network Home not reachable for 0."), "{}", r.reason);
-    assert!(r.reason.ends_with(" s; command dropped (wire not open)"), "{}", r.reason);
+    assert!(r.reason.ends_with(" s; command dropped (the wire of network n1 is not open)"), "{}", r.reason);
     assert!(lock(&f.sent).is_empty());
     assert!(f.attempts.load(Ordering::SeqCst) >= 5, "retried: {}", f.attempts.load(Ordering::SeqCst));
 }

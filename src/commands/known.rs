@@ -46,8 +46,8 @@ pub struct UnitInfo {
 }
 
 /// What is kept of one unit between commands: its state and the level `ON` restores. Its
-/// capabilities are worked out from them when a command asks: kept, they made every unit's map
-/// slot 40 bytes instead of 16 (~0.7 MB on a site of 25,000 units) for the rare command.
+/// capabilities are worked out from them when a command asks: kept, they would make every unit's
+/// map slot 40 bytes instead of 16 (~0.7 MB on a site of 25,000 units) for the rare command.
 #[derive(Debug, Clone)]
 pub struct KnownUnit {
     state: Arc<UnitState>,

@@ -26,7 +26,7 @@ pub(crate) const SECRET_KEYS: [&str; 2] = ["api_key", "password"];
 
 /// One step of a key path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Seg {
+pub(crate) enum KeyStep {
     /// A list index.
     Index(usize),
     /// A mapping key.
@@ -34,17 +34,17 @@ pub(crate) enum Seg {
 }
 
 /// Renders a path the way messages show keys: `networks[0].password`.
-pub(crate) fn dotted(path: &[Seg]) -> String {
+pub(crate) fn dotted(path: &[KeyStep]) -> String {
     let mut out = String::new();
     for seg in path {
         match seg {
-            Seg::Key(k) => {
+            KeyStep::Key(k) => {
                 if !out.is_empty() {
                     out.push('.');
                 }
                 out.push_str(k);
             }
-            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            KeyStep::Index(i) => out.push_str(&format!("[{i}]")),
         }
     }
     out
@@ -67,7 +67,7 @@ pub fn var_for(key: &str) -> String {
 #[derive(Debug, Clone)]
 pub(crate) struct Override {
     pub var: String,
-    pub path: Vec<Seg>,
+    pub path: Vec<KeyStep>,
     pub value: String,
 }
 
@@ -88,11 +88,11 @@ pub(crate) fn overrides(env: impl IntoIterator<Item = (String, String)>) -> (Vec
                 bad = true;
             } else if part.bytes().all(|b| b.is_ascii_digit()) {
                 match part.parse() {
-                    Ok(i) if !path.is_empty() => path.push(Seg::Index(i)),
+                    Ok(i) if !path.is_empty() => path.push(KeyStep::Index(i)),
                     _ => bad = true,
                 }
             } else {
-                path.push(Seg::Key(part.to_ascii_lowercase()));
+                path.push(KeyStep::Key(part.to_ascii_lowercase()));
             }
         }
         if bad {
@@ -125,28 +125,28 @@ pub(crate) fn apply(tree: &mut Value, overrides: &[Override], problems: &mut Vec
 }
 
 /// Sets the value at `path`, creating mappings (and appending list entries) on the way.
-fn set(tree: &mut Value, path: &[Seg], value: Value) -> Result<(), String> {
+fn set(tree: &mut Value, path: &[KeyStep], value: Value) -> Result<(), String> {
     let mut cur = tree;
     for (depth, seg) in path.iter().enumerate() {
         let here = dotted(&path[..depth]);
         let here = if here.is_empty() { "the top level".to_string() } else { here };
         if cur.is_null() {
             *cur = match seg {
-                Seg::Key(_) => Value::Mapping(Mapping::new()),
-                Seg::Index(_) => Value::Sequence(Vec::new()),
+                KeyStep::Key(_) => Value::Mapping(Mapping::new()),
+                KeyStep::Index(_) => Value::Sequence(Vec::new()),
             };
         }
         cur = match (seg, cur) {
-            (Seg::Key(k), Value::Mapping(map)) => map.entry(Value::String(k.clone())).or_insert(Value::Null),
-            (Seg::Index(i), Value::Sequence(seq)) => {
+            (KeyStep::Key(k), Value::Mapping(map)) => map.entry(Value::String(k.clone())).or_insert(Value::Null),
+            (KeyStep::Index(i), Value::Sequence(seq)) => {
                 if *i == seq.len() {
                     seq.push(Value::Null);
                 }
                 let len = seq.len();
                 seq.get_mut(*i).ok_or_else(|| format!("index {i} is past the end of {here} ({len} entries)"))?
             }
-            (Seg::Key(_), _) => return Err(format!("cannot set it: {here} is not a mapping")),
-            (Seg::Index(_), _) => return Err(format!("cannot set it: {here} is not a list")),
+            (KeyStep::Key(_), _) => return Err(format!("cannot set it: {here} is not a mapping")),
+            (KeyStep::Index(_), _) => return Err(format!("cannot set it: {here} is not a list")),
         };
     }
     *cur = value;
@@ -154,15 +154,15 @@ fn set(tree: &mut Value, path: &[Seg], value: Value) -> Result<(), String> {
 }
 
 /// After an override of a secret or its `*_file`, removes the twin key when the file set it.
-fn drop_file_twin(tree: &mut Value, path: &[Seg], origins: &[(String, String)]) {
-    let Some((Seg::Key(name), parent)) = path.split_last() else { return };
+fn drop_file_twin(tree: &mut Value, path: &[KeyStep], origins: &[(String, String)]) {
+    let Some((KeyStep::Key(name), parent)) = path.split_last() else { return };
     let twin = match name.strip_suffix("_file") {
         Some(base) if SECRET_KEYS.contains(&base) => base.to_string(),
         None if SECRET_KEYS.contains(&name.as_str()) => format!("{name}_file"),
         _ => return,
     };
     let mut twin_path = parent.to_vec();
-    twin_path.push(Seg::Key(twin.clone()));
+    twin_path.push(KeyStep::Key(twin.clone()));
     let twin_key = dotted(&twin_path);
     if origins.iter().any(|(key, _)| *key == twin_key) {
         return;
@@ -173,18 +173,18 @@ fn drop_file_twin(tree: &mut Value, path: &[Seg], origins: &[(String, String)]) 
 }
 
 /// The value at `path`, if there is one.
-pub(crate) fn get<'a>(tree: &'a Value, path: &[Seg]) -> Option<&'a Value> {
+pub(crate) fn get<'a>(tree: &'a Value, path: &[KeyStep]) -> Option<&'a Value> {
     path.iter().try_fold(tree, |cur, seg| match seg {
-        Seg::Key(k) => cur.get(k.as_str()),
-        Seg::Index(i) => cur.get(*i),
+        KeyStep::Key(k) => cur.get(k.as_str()),
+        KeyStep::Index(i) => cur.get(*i),
     })
 }
 
 /// The value at `path`, mutable, if there is one.
-pub(crate) fn get_mut<'a>(tree: &'a mut Value, path: &[Seg]) -> Option<&'a mut Value> {
+pub(crate) fn get_mut<'a>(tree: &'a mut Value, path: &[KeyStep]) -> Option<&'a mut Value> {
     path.iter().try_fold(tree, |cur, seg| match seg {
-        Seg::Key(k) => cur.get_mut(k.as_str()),
-        Seg::Index(i) => cur.get_mut(*i),
+        KeyStep::Key(k) => cur.get_mut(k.as_str()),
+        KeyStep::Index(i) => cur.get_mut(*i),
     })
 }
 

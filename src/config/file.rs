@@ -58,7 +58,7 @@ pub(crate) struct CloudFile {
     #[serde(deserialize_with = "duration")]
     pub wire_ping_interval: Duration,
     /// Advanced, not in the contract: how long the bridge may wait after an event to take the
-    /// next ones in with it (`0` turns it off; [`crate::coalesce`]).
+    /// next ones in with it (`0` turns it off; [`crate::wake_batch`]).
     #[serde(deserialize_with = "duration")]
     pub event_batch_window: Duration,
 }
@@ -77,7 +77,7 @@ impl Default for CloudFile {
             max_requests_per_minute: DEFAULT_MAX_REQUESTS_PER_MINUTE,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             wire_ping_interval: DEFAULT_WIRE_PING_INTERVAL,
-            event_batch_window: crate::coalesce::DEFAULT_WINDOW,
+            event_batch_window: crate::wake_batch::DEFAULT_WINDOW,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! `key: expected X, got Y`, with the value shown as the user wrote it, except secrets, which are
 //! shown only as their kind.
 
-use super::env::{self, SECRET_KEYS, Seg, dotted};
+use super::env::{self, KeyStep, SECRET_KEYS, dotted};
 use super::error::{Detail, Problem};
 use serde::de::DeserializeOwned;
 use serde_yaml::{Mapping, Value};
@@ -67,12 +67,12 @@ impl Reader {
         for (section, names) in fields {
             let Some(names) = names else { continue };
             let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-            let path = vec![Seg::Key(section.to_string())];
+            let path = vec![KeyStep::Key(section.to_string())];
             match env::get(&self.tree, &path) {
                 Some(Value::Sequence(entries)) => {
                     for i in 0..entries.len() {
                         let mut entry = path.clone();
-                        entry.push(Seg::Index(i));
+                        entry.push(KeyStep::Index(i));
                         self.drop_unknown(&entry, &names);
                     }
                 }
@@ -83,13 +83,13 @@ impl Reader {
     }
 
     /// Removes the keys of the mapping at `path` that are not in `valid`, reporting each.
-    fn drop_unknown(&mut self, path: &[Seg], valid: &[String]) {
+    fn drop_unknown(&mut self, path: &[KeyStep], valid: &[String]) {
         let Some(Value::Mapping(map)) = env::get(&self.tree, path) else { return };
         let unknown: Vec<Value> =
             map.keys().filter(|k| !valid.iter().any(|v| k.as_str() == Some(v))).cloned().collect();
         for key in unknown {
             let mut full = path.to_vec();
-            full.push(Seg::Key(key_name(&key)));
+            full.push(KeyStep::Key(key_name(&key)));
             self.push(Problem::new(dotted(&full), Detail::Unknown { valid: valid.to_vec() }));
             if let Some(map) = env::get_mut(&mut self.tree, path).and_then(Value::as_mapping_mut) {
                 map.remove(&key);
@@ -100,7 +100,7 @@ impl Reader {
     /// Deserialises one section; a missing or empty section gives the type's defaults. `None`
     /// after a problem was recorded.
     pub fn section<T: DeserializeOwned + Default>(&mut self, name: &str) -> Option<T> {
-        let base = vec![Seg::Key(name.to_string())];
+        let base = vec![KeyStep::Key(name.to_string())];
         loop {
             let value = match env::get(&self.tree, &base) {
                 None | Some(Value::Null) => return Some(T::default()),
@@ -111,8 +111,8 @@ impl Reader {
                 Err(err) => {
                     let mut path = base.clone();
                     path.extend(err.path().iter().filter_map(|seg| match seg {
-                        serde_path_to_error::Segment::Seq { index } => Some(Seg::Index(*index)),
-                        serde_path_to_error::Segment::Map { key } => Some(Seg::Key(key.clone())),
+                        serde_path_to_error::Segment::Seq { index } => Some(KeyStep::Index(*index)),
+                        serde_path_to_error::Segment::Map { key } => Some(KeyStep::Key(key.clone())),
                         _ => None,
                     }));
                     let message = err.inner().to_string();
@@ -129,7 +129,7 @@ impl Reader {
 
     /// An environment value is a string at first; when its key wants something else, it is read
     /// again as YAML (`5` → number, `true` → boolean, `[a, b]` → list). True when it changed.
-    fn coerce(&mut self, path: &[Seg]) -> bool {
+    fn coerce(&mut self, path: &[KeyStep]) -> bool {
         let key = dotted(path);
         if !self.origins.iter().any(|(k, _)| *k == key) || !self.coerced.insert(key) {
             return false;
@@ -146,7 +146,7 @@ impl Reader {
     }
 
     /// Rewrites a serde message about the value at `path` into our words.
-    fn describe(&self, path: &[Seg], message: &str) -> Problem {
+    fn describe(&self, path: &[KeyStep], message: &str) -> Problem {
         let key = dotted(path);
         if let Some(rest) = message.strip_prefix("unknown field `") {
             let valid = rest.split('`').skip(2).step_by(2).map(str::to_string).collect();
@@ -159,7 +159,7 @@ impl Reader {
         };
         let expected = hint(&key).map(str::to_string).unwrap_or_else(|| friendly(expected));
         let value = env::get(&self.tree, path);
-        let secret = matches!(path.last(), Some(Seg::Key(k)) if SECRET_KEYS.contains(&k.as_str()));
+        let secret = matches!(path.last(), Some(KeyStep::Key(k)) if SECRET_KEYS.contains(&k.as_str()));
         let quote = if expected == "a string" && matches!(value, Some(Value::Number(_) | Value::Bool(_))) {
             " (put the value in quotes)"
         } else {

@@ -41,12 +41,12 @@ pub(crate) fn cloud(reader: &mut Reader, c: CloudFile) -> Option<CloudSettings> 
             ),
         ));
     }
-    if c.event_batch_window > crate::coalesce::MAX_WINDOW {
+    if c.event_batch_window > crate::wake_batch::MAX_WINDOW {
         reader.push(Problem::invalid(
             "cloud.event_batch_window",
             format!(
                 "must be at most {} (0s turns it off), got {}",
-                humantime::format_duration(crate::coalesce::MAX_WINDOW),
+                humantime::format_duration(crate::wake_batch::MAX_WINDOW),
                 humantime::format_duration(c.event_batch_window)
             ),
         ));

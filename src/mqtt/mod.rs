@@ -12,11 +12,11 @@
 //! - [`render`]: the wanted retained topics per owner ([`group_cache`]: each group's JSON
 //!   half-made between renders); [`store`]: wanted vs published;
 //!   [`plan`]: what a change of the mirror publishes (pure).
-//! - [`publisher`]: the loop tying it together; [`gc`]: start-up clean-up; [`commands`]: intake.
+//! - [`publisher`]: the loop tying it together; [`gc`]: start-up clean-up; [`command_intake`]: the `…/set` topics.
 
 pub mod caps;
 pub mod client;
-pub mod commands;
+pub mod command_intake;
 pub mod discovery;
 pub mod gc;
 pub mod group_cache;
@@ -32,7 +32,7 @@ pub mod unit_json;
 
 use crate::bridge::update::Update;
 use client::{Client, Will};
-pub use commands::{CommandMessage, ResolvedCommand};
+pub use command_intake::{CommandMessage, ResolvedCommand};
 pub use publisher::Tuning;
 pub use settings::{Config, DiscoveryMode, HaSettings, MqttSettings, OutputSettings, Protocol, SettingsError};
 use tokio::sync::mpsc;

@@ -13,7 +13,7 @@
 //! with the time they were raised.
 
 use super::client::{Client, ClientEvent, Events, Message};
-use super::commands::{self, Intake, ResolvedCommand};
+use super::command_intake::{self as intake, Intake, ResolvedCommand};
 use super::discovery;
 use super::gc::{self, Scope};
 use super::plan;
@@ -304,8 +304,8 @@ impl Publisher {
             }
             return;
         }
-        match commands::classify(&self.renderer.layout, &m) {
-            Intake::Forward(message) => match commands::resolve(&self.renderer.layout, &self.nets, &message.topic) {
+        match intake::classify(&self.renderer.layout, &m) {
+            Intake::Forward(message) => match intake::resolve(&self.renderer.layout, &self.nets, &message.topic) {
                 Some((network, target)) => {
                     let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
                         Ok(()) => return,

@@ -64,7 +64,7 @@ pub fn settings(sim: &Simulator, rpm: u32) -> CloudSettings {
         max_requests_per_minute: rpm,
         max_concurrent_requests: 4,
         wire_ping_interval: Duration::from_millis(500),
-        event_batch_window: casambi2mqtt::coalesce::DEFAULT_WINDOW,
+        event_batch_window: casambi2mqtt::wake_batch::DEFAULT_WINDOW,
     }
 }
 

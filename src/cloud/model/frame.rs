@@ -25,9 +25,9 @@ use super::{OptInt, UnitState, de, shared_text};
 ///
 /// `UnitChanged`'s state is boxed although nearly every frame is one: a message is queued per
 /// network on its way to the supervisor, and tokio's queues keep every block of 32 slots they
-/// ever needed. Unboxed, a slot took 264 bytes and the wire queues held 2.4 MB after a big
-/// site's start-up bursts (heap profile); the box costs one allocation
-/// a frame.
+/// ever needed, so the size of a slot is kept for the bridge's life, per network, as often as a
+/// start-up burst filled the queue. Boxed, a slot stays small (see the size test in
+/// `model/tests.rs`); the box costs one allocation a frame.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServerMessage {
     /// Reply to `open` (and error report for bad control messages); has no `method`.
@@ -284,10 +284,10 @@ impl Frame<'_> {
 /// ([`ServerMessage::Unknown`]).
 pub fn parse_frame(bytes: &[u8]) -> Result<ServerMessage, FrameError> {
     // One vectorised UTF-8 check of the whole frame instead of one per string: `from_str` then
-    // reads strings without validating them again (a tenth of a frame's parse time before).
+    // reads strings without validating them again.
     let text = simdutf8::basic::from_utf8(bytes)?;
-    // sonic-rs rather than serde_json: its vectorised scanning of strings and skipping of unknown
-    // values took a sixth off a frame's parse (`cargo bench --bench hot_path`, `parse`).
+    // sonic-rs rather than serde_json: it scans strings and skips unknown values with vector
+    // instructions, which is most of the work of parsing a frame.
     let mut frame: Frame<'_> = sonic_rs::from_str(text).map_err(|e| FrameError::Json(e.into()))?;
     let wire = frame.wire;
     let need_wire = |method: &'static str| wire.ok_or(FrameError::MissingField { method, field: "wire" });

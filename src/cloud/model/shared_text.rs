@@ -1,15 +1,24 @@
 //! Short strings that repeat from unit to unit, kept once per thread and shared.
 //!
 //! A big site's units carry the same few short strings: the unit type (`Luminaire`), the
-//! firmware version, the status (`ok`), the controls' names (`dimmer0`, `temperature`). Each of
-//! them was a heap block of its own in every unit, about 50 bytes a unit, 1.2 MB at 25,000 units
-//! (`bench_memory`). Read through [`opt`] they are [`Arc<str>`]s handed out from a small
-//! per-thread table instead, so every unit points at the same copy. Taking a string from the table
-//! costs about what allocating it did; the unit's later drop frees nothing but a count.
+//! firmware version, the status (`ok`), the controls' names (`dimmer0`, `temperature`). Held as
+//! a heap block of its own in every unit they would take about 50 bytes a unit (1.2 MB at 25,000
+//! units). Read through [`opt`] they are [`Arc<str>`]s handed out from a small table instead, so
+//! every unit points at the same copy. Taking a string from the table costs about what
+//! allocating it does; the unit's later drop frees nothing but a count.
 //!
 //! The table is bounded: strings longer than [`MAX_LEN`] are not kept (a unit's name or address is
-//! its own), and past [`MAX_ENTRIES`] distinct strings new ones are allocated as before, so a cloud
-//! that sends ever new values cannot make it grow.
+//! its own), and past [`MAX_ENTRIES`] distinct strings new ones are allocated, so a cloud that
+//! sends ever new values cannot make it grow.
+//!
+//! # One table per thread
+//!
+//! The strings are shared from inside serde's `deserialize_with` functions, which cannot be handed
+//! a table, so [`share`] uses the calling thread's own table. Every copy it hands out is correct
+//! on any thread; what is shared depends on the thread: the bridge parses frames and REST bodies
+//! on its runtime's one thread ([`crate::app::runtime`]), so the whole bridge shares one table.
+//! Elsewhere (a runtime with several workers, each test's thread) each thread keeps its own copies,
+//! which only shares less. No table is ever read from another thread.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -24,31 +33,37 @@ pub const MAX_LEN: usize = 32;
 /// Distinct strings kept per thread.
 pub const MAX_ENTRIES: usize = 1024;
 
-thread_local! {
-    static TABLE: RefCell<HashSet<Arc<str>>> = RefCell::new(HashSet::default());
+/// The strings kept for sharing, at most [`MAX_ENTRIES`] of at most [`MAX_LEN`] bytes.
+#[derive(Default)]
+struct TextTable {
+    kept: HashSet<Arc<str>>,
 }
 
-/// `s` as a shared string: the table's copy when it has one.
-pub fn share(s: &str) -> Arc<str> {
-    if s.len() > MAX_LEN {
-        return Arc::from(s);
-    }
-    TABLE.with_borrow_mut(|table| {
-        if let Some(kept) = table.get(s) {
+impl TextTable {
+    /// `s` as a shared string: the table's copy when it has one.
+    fn share(&mut self, s: &str) -> Arc<str> {
+        if s.len() > MAX_LEN {
+            return Arc::from(s);
+        }
+        if let Some(kept) = self.kept.get(s) {
             return kept.clone();
         }
         let new: Arc<str> = Arc::from(s);
-        if table.len() < MAX_ENTRIES {
-            table.insert(new.clone());
+        if self.kept.len() < MAX_ENTRIES {
+            self.kept.insert(new.clone());
         }
         new
-    })
+    }
 }
 
-/// How many strings this thread's table holds.
-#[cfg(test)]
-fn kept() -> usize {
-    TABLE.with_borrow(HashSet::len)
+thread_local! {
+    /// This thread's table (see the module docs for why per thread).
+    static TABLE: RefCell<TextTable> = RefCell::new(TextTable::default());
+}
+
+/// `s` as a shared string: the calling thread's table's copy when it has one.
+pub fn share(s: &str) -> Arc<str> {
+    TABLE.with_borrow_mut(|table| table.share(s))
 }
 
 /// Reads an optional string (`null` or absent: `None`) through [`share`]. Anything else is an
@@ -96,24 +111,26 @@ mod tests {
 
     #[test]
     fn a_long_string_is_not_kept() {
+        let mut table = TextTable::default();
         let long = "x".repeat(MAX_LEN + 1);
-        let before = kept();
-        let (a, b) = (share(&long), share(&long));
+        let (a, b) = (table.share(&long), table.share(&long));
         assert!(!Arc::ptr_eq(&a, &b));
-        assert_eq!(kept(), before);
+        assert!(table.kept.is_empty());
         assert_eq!(&*a, long);
+        let (a, b) = (share(&long), share(&long));
+        assert!(!Arc::ptr_eq(&a, &b), "the thread's table keeps it neither");
     }
 
     #[test]
     fn the_table_stops_growing_at_its_bound() {
-        // Each test runs on a thread of its own, so this table starts empty.
+        let mut table = TextTable::default();
         for i in 0..MAX_ENTRIES + 100 {
             let s = format!("value {i}");
-            assert_eq!(&*share(&s), s);
+            assert_eq!(&*table.share(&s), s);
         }
-        assert_eq!(kept(), MAX_ENTRIES);
+        assert_eq!(table.kept.len(), MAX_ENTRIES);
         // Past the bound a string is still given back whole, just not kept.
-        let (a, b) = (share("one more"), share("one more"));
+        let (a, b) = (table.share("one more"), table.share("one more"));
         assert_eq!((&*a, &*b), ("one more", "one more"));
         assert!(!Arc::ptr_eq(&a, &b));
     }

@@ -53,7 +53,7 @@ impl<'de> Deserialize<'de> for Key {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
                 // A `match` on the name compiles to a dispatch on its length and bytes; a scan of
-                // `KEY_NAMES` compared up to 15 names per key.
+                // `KEY_NAMES` would compare up to 15 names per key.
                 let k = match v {
                     "type" => K::Type,
                     "name" => K::Name,
