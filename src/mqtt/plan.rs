@@ -166,7 +166,7 @@ pub fn attach_previous(store: &Store, ops: &mut [Op], old: &[(String, String)]) 
     for op in ops {
         if let Op::Publish { topic, previous: previous @ None, .. } = op
             && let Some(text) = old.get(topic.as_str())
-            && store.published_is(topic, text)
+            && store.has_published(topic, text)
         {
             *previous = Some(text.to_string());
         }
@@ -242,7 +242,7 @@ mod tests {
         let m = NetMirror::new(view, "home".into());
         let mut store = Store::default();
         for op in network_ops(&renderer, &mut store, &m) {
-            store.sent(&op);
+            store.record(op.receipt());
         }
         (renderer, store, m)
     }
@@ -269,8 +269,8 @@ mod tests {
             assert_eq!(topics(&ops), ["casambi/home/group/hall"]);
             assert!(m.stale_groups.is_empty());
             let owner = Owner::Unit("n1".into(), 1);
-            assert!(store.wants(&owner, &renderer.unit(&m, 1)));
-            assert!(store.wants(&Owner::Group("n1".into(), 1), &renderer.group(&m, 1)));
+            assert!(store.wants_exactly(&owner, &renderer.unit(&m, 1)));
+            assert!(store.wants_exactly(&Owner::Group("n1".into(), 1), &renderer.group(&m, 1)));
         }
     }
 
@@ -303,7 +303,7 @@ mod tests {
         let cct = LAMP.replace(r#"]}"#, r#",{"type":"CCT","value":3000,"min":2700,"max":6500}]}"#);
         let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(&cct));
         assert!(topics(&ops).iter().any(|t| t.starts_with("homeassistant/device/")), "{:?}", topics(&ops));
-        assert!(store.wants(&Owner::Unit("n1".into(), 1), &renderer.unit(&m, 1)));
+        assert!(store.wants_exactly(&Owner::Unit("n1".into(), 1), &renderer.unit(&m, 1)));
     }
 
     #[test]
@@ -314,7 +314,7 @@ mod tests {
         let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(dark));
         assert!(topics(&ops).iter().all(|t| !t.starts_with("homeassistant/")), "{:?}", topics(&ops));
         assert!(ops.contains(&Op::Clear { topic: "casambi/home/unit/sensor/illuminance".into() }), "{ops:?}");
-        assert!(store.wants(&Owner::Unit("n1".into(), 2), &renderer.unit(&m, 2)));
+        assert!(store.wants_exactly(&Owner::Unit("n1".into(), 2), &renderer.unit(&m, 2)));
     }
 
     #[test]
@@ -336,7 +336,7 @@ mod tests {
         };
         let (two, _) = config(&ops);
         for op in &ops {
-            store.sent(op);
+            store.record(op.receipt());
         }
         let lux_only = r#"{"id":2,"name":"Sensor","address":"a2","type":"Sensor","online":true,
             "controls":[{"type":"Lux","value":3}]}"#;
@@ -360,7 +360,7 @@ mod tests {
             m.view.status.connection = connection;
             let ops = status_ops(&renderer, store, m, &mut text, before != m.view.status.available());
             for op in &ops {
-                store.sent(op);
+                store.record(op.receipt());
             }
             // What the store wants is what a full render wants: nothing left to publish.
             assert!(network_ops(&renderer, store, m).is_empty(), "{connection:?}");
@@ -398,7 +398,7 @@ mod tests {
         let m = NetMirror::new(view, "home".into());
         let mut store = Store::default();
         for op in network_ops(&renderer, &mut store, &m) {
-            store.sent(&op);
+            store.record(op.receipt());
         }
         (renderer, store, m)
     }
@@ -433,10 +433,10 @@ mod tests {
                 let name = if renamed { format!("Lamp {id} renamed") } else { format!("Lamp {id}") };
                 let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_as(id, f64::from(level) / 4.0, on, kind, &name));
                 for op in &ops {
-                    store.sent(op);
+                    store.record(op.receipt());
                 }
                 for op in stale_group_ops(&renderer, &mut store, &mut m, &mut text) {
-                    store.sent(&op);
+                    store.record(op.receipt());
                 }
                 for g in m.view.groups.values() {
                     let fresh = GroupJson::of(g, |u| m.view.units.get(&u).map(|u| member_reading(u, m.caps(u).is_light())));
@@ -465,7 +465,7 @@ mod tests {
                     let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_at(id, f64::from(level) / 4.0, on));
                     proptest::prop_assert!(!topics(&ops).iter().any(|t| t.contains("/group/")), "{:?}", topics(&ops));
                     for op in &ops {
-                        store.sent(op);
+                        store.record(op.receipt());
                     }
                 }
                 let ops = stale_group_ops(&renderer, &mut store, &mut m, &mut text);
@@ -473,12 +473,12 @@ mod tests {
                 seen.dedup();
                 proptest::prop_assert_eq!(seen.len(), ops.len(), "a group twice in one batch");
                 for op in &ops {
-                    store.sent(op);
+                    store.record(op.receipt());
                 }
                 proptest::prop_assert!(m.stale_groups.is_empty());
                 for g in [1, 2] {
                     for (topic, payload) in renderer.group(&m, g) {
-                        proptest::prop_assert!(store.published_is(&topic, &payload), "{topic} is not {payload}");
+                        proptest::prop_assert!(store.has_published(&topic, &payload), "{topic} is not {payload}");
                     }
                 }
             }

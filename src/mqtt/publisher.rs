@@ -20,7 +20,7 @@ use super::plan;
 use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
 use super::state_text::StateText;
-use super::store::{Op, Receipt, Store};
+use super::store::{Op, StaleCheck, Store};
 use super::topics::{self, Layout};
 use crate::bridge::state::UnitEvent;
 use crate::bridge::update::Update;
@@ -90,6 +90,8 @@ pub(crate) struct Publisher {
     /// The scopes of loaded networks, for judging what a scan finds (`None`: to be worked out
     /// again, after the networks or their slugs changed).
     scopes: Option<HashSet<Scope>>,
+    /// The index the scan under way judges its topics with (dropped when the scan ends).
+    stale_check: Option<StaleCheck>,
     tuning: Tuning,
     birth_at: Option<Instant>,
     /// `bridge/error` payloads raised while disconnected, sent on the next connection.
@@ -135,6 +137,7 @@ impl Publisher {
             commands,
             sweeper: gc::Sweeper::new(config_scan, filters, tuning.scan_delay, tuning.scan),
             scopes: None,
+            stale_check: None,
             tuning,
             birth_at: None,
             held_errors: VecDeque::new(),
@@ -176,7 +179,7 @@ impl Publisher {
                 },
                 s = self.sweeper.next() => match s {
                     gc::Scanned::Found(m) => self.judge_scanned(m).await,
-                    gc::Scanned::Done => self.store.forget_index(),
+                    gc::Scanned::Done => self.stale_check = None,
                 },
                 () = std::future::ready(()), if due(self.groups_stale, &updates, GROUP_DELAY) => self.render_groups().await,
                 () = std::future::ready(()), if due(self.bridge_stale, &updates, BRIDGE_INFO_DELAY) => self.render_bridge().await,
@@ -506,7 +509,7 @@ impl Publisher {
         for op in ops {
             // The op's strings move into the client; the store keeps the topic's fingerprint and
             // the payload's print.
-            let receipt = Receipt::of(&op);
+            let receipt = op.receipt();
             let sent = match op {
                 Op::Publish { topic, payload, previous, .. } => {
                     // HA needs a device config with a removed component cut down to its
@@ -542,7 +545,8 @@ impl Publisher {
             self.sweeper.undecided(scope);
             return;
         }
-        if self.store.is_desired(&m.topic) || self.store.is_published(&m.topic) {
+        let check = self.stale_check.get_or_insert_with(StaleCheck::default);
+        if !self.store.is_stale(check, &m.topic) {
             return;
         }
         if !self.connected {

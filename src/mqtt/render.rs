@@ -9,7 +9,7 @@
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
 use super::group_cache::GroupCache;
-use super::state_text::{AVAILABILITY, Leaf, StateText, level_at};
+use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::{GroupInfo, NetworkView};
@@ -336,7 +336,7 @@ impl Renderer {
         // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
         json.write_parts(text, self.attribute_topics);
         let online = unit.online == Some(true) && m.view.status.available();
-        text.push(Leaf::Below(level_at(AVAILABILITY)), if online { "online" } else { "offline" });
+        text.push(Leaf::Below(AVAILABILITY), if online { "online" } else { "offline" });
         Some(slug)
     }
 

@@ -139,31 +139,6 @@ fn attribute_parts_are_the_plain_values_of_the_json() {
     }
 }
 
-/// A unit's attribute parts are named by the level table's own strings, so the store finds
-/// their levels by address.
-#[test]
-fn attribute_leaves_are_the_level_names_themselves() {
-    use crate::mqtt::state_text::{AVAILABILITY, is_level, level_index};
-    let u = unit(
-        r#"{"id":3,"name":"Desk","type":"Luminaire","on":true,"online":true,"status":"ok","priority":3,
-          "condition":0,"activeSceneId":2,"firmwareVersion":"1.2","dimLevel":0.25,
-          "controls":[{"type":"Dimmer","value":0.5},{"type":"CCT","min":2700,"max":6500,"value":3000}]}"#,
-    );
-    let mut text = StateText::default();
-    UnitJson::of(&u, &Caps::of(&u, None)).write_parts(&mut text, true);
-    assert_eq!(text.len(), 15, "the JSON and every scalar key of this unit");
-    for (leaf, _) in text.parts().skip(1) {
-        let Leaf::Below(name) = leaf else { panic!("{leaf:?}") };
-        let level = level_index(name).unwrap();
-        assert!(std::ptr::eq(name, level_at(level)), "{name}");
-        // The same name elsewhere in memory is the level too, compared byte by byte.
-        let copy: String = name.chars().collect();
-        assert!(is_level(level, name) && is_level(level, &copy));
-        assert!(!is_level(AVAILABILITY, name));
-    }
-    assert!(std::ptr::eq(level_at(AVAILABILITY), level_at(level_index("availability").unwrap())));
-}
-
 #[test]
 fn plain_values() {
     assert_eq!(plain(&json!("ON")).as_deref(), Some("ON"));
