@@ -9,11 +9,11 @@
 //! topics are re-rendered only when its capabilities changed (the network device lists dimmable
 //! groups), and the whole network when its identity (name, address, fixture) changed, since slugs
 //! and device ids may move. A change of state alone (the common case, thousands per second on big
-//! sites) keeps the unit's discovery config as it is instead of rendering it again: it depends
-//! only on the identity, the firmware and the capabilities.
+//! sites) keeps the unit's discovery config as it is instead of rendering it again: the config
+//! is rendered again only when what it reads of the unit ([`DiscoveryInputs`]) changed.
 
 use super::caps::Caps;
-use super::render::{NetMirror, Owner, Renderer};
+use super::render::{DiscoveryInputs, NetMirror, Owner, Renderer};
 use super::state_text::StateText;
 use super::store::{Op, Store};
 use super::unit_json::member_reading;
@@ -32,14 +32,18 @@ pub fn unit_ops(
 ) -> Vec<Op> {
     let id = unit.id;
     let old = m.view.units.get(&id).cloned();
-    let old_caps = old.as_deref().map(|u| m.caps(u));
-    let new_caps = m.caps(&unit);
+    let old_inputs = old.as_deref().map(|o| DiscoveryInputs::of(m, o));
+    let new_inputs = DiscoveryInputs::of(m, &unit);
+    let old_caps = old_inputs.as_ref().map(DiscoveryInputs::caps);
+    let new_caps = new_inputs.caps();
     let caps_changed = old_caps != Some(new_caps);
+    // Whatever the unit's discovery config reads, compared as one value.
+    let device_changed = old_inputs != Some(new_inputs);
+    // What the rest of the network reads of the unit: its name (the slugs), its address (device
+    // ids) and its fixture (the groups' capabilities). A change renders the whole network.
     let identity_changed = old
         .as_deref()
         .is_none_or(|o| o.name != unit.name || o.address != unit.address || o.fixture_id != unit.fixture_id);
-    let device_changed =
-        identity_changed || caps_changed || old.as_deref().is_some_and(|o| o.firmware_version != unit.firmware_version);
     // A group's JSON depends on its members' readings alone: most changes (a colour, a sensor
     // value, a level below another member's) leave every group of the unit as it is.
     let reading = member_reading(&unit, new_caps.is_light());
@@ -444,6 +448,39 @@ mod tests {
                     fresh.write_json(&mut want);
                     proptest::prop_assert!(m.group_cache.write_json(g, &mut cached), "group {} cached", g.id);
                     proptest::prop_assert_eq!(String::from_utf8(cached).unwrap(), String::from_utf8(want).unwrap());
+                }
+            }
+        }
+
+        /// Whatever a unit's change touches (its level, its type and so its capabilities, its
+        /// firmware), every unit wants what a full render of the mirror gives: no input of its
+        /// discovery config goes unnoticed.
+        #[test]
+        fn every_change_leaves_the_full_render_wanted(
+            changes in proptest::collection::vec((1u32..=4, 0u8..=4, 0usize..3, 0usize..3), 1..10)
+        ) {
+            let (mut renderer, mut store, mut m) = two_groups();
+            renderer.discovery = Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 });
+            renderer.attribute_topics = true;
+            for op in network_ops(&renderer, &mut store, &m) {
+                store.record(op.receipt());
+            }
+            let mut text = StateText::default();
+            for (id, level, kind, firmware) in changes {
+                let (kind, firmware, level) = (["Luminaire", "Sensor", "Driver"][kind], ["1.0", "1.1", "2.0"][firmware], f64::from(level) / 4.0);
+                let changed = unit(&format!(
+                    r#"{{"id":{id},"name":"Lamp {id}","address":"a{id}","type":"{kind}","firmwareVersion":"{firmware}",
+                    "online":true,"on":true,"controls":[{{"type":"Dimmer","value":{level}}}]}}"#
+                ));
+                for op in unit_ops(&renderer, &mut store, &mut m, &mut text, changed) {
+                    store.record(op.receipt());
+                }
+                for op in stale_group_ops(&renderer, &mut store, &mut m, &mut text) {
+                    store.record(op.receipt());
+                }
+                for uid in m.view.units.keys() {
+                    let owner = Owner::Unit(m.key.clone(), *uid);
+                    proptest::prop_assert!(store.wants_exactly(&owner, &renderer.unit(&m, *uid)), "unit {}", uid);
                 }
             }
         }

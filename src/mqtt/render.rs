@@ -114,7 +114,7 @@ impl NetMirror {
         Caps::light_of(unit, || self.fixture_of(unit))
     }
 
-    fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {
+    pub(crate) fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {
         unit.fixture_id.and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f)
     }
 
@@ -154,11 +154,53 @@ pub fn network_object_id(network_id: &str) -> String {
 /// The object id of a unit device: network id + unit address (stable across renames and
 /// re-adds), or the unit id when the address is unknown.
 pub fn unit_object_id(network_id: &str, unit: &UnitState) -> String {
-    let unit_key = match unit.address.as_deref().filter(|a| !a.is_empty()) {
+    object_id_of(network_id, unit.address.as_deref(), unit.id)
+}
+
+/// [`unit_object_id`] of the unit with `address` and `id`.
+fn object_id_of(network_id: &str, address: Option<&str>, id: u32) -> String {
+    let unit_key = match address.filter(|a| !a.is_empty()) {
         Some(a) => discovery::key(a),
-        None => format!("u{}", unit.id),
+        None => format!("u{id}"),
     };
     format!("{}_{unit_key}", network_object_id(network_id))
+}
+
+/// What a unit's discovery config reads of the unit and its fixture: [`Renderer::unit_discovery`]
+/// reads them through this alone. The rest it reads (the layout, the slugs, the network's id)
+/// changes only with a new rendering of the whole network. So two equal inputs render the same
+/// config, and [`super::plan::unit_ops`] compares them to know whether the config must be
+/// rendered again: a field the config comes to read is added here, and compared with the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiscoveryInputs<'m> {
+    id: u32,
+    name: Option<&'m str>,
+    address: Option<&'m str>,
+    firmware: Option<&'m str>,
+    vendor: Option<&'m str>,
+    model: Option<&'m str>,
+    caps: Caps,
+}
+
+impl<'m> DiscoveryInputs<'m> {
+    /// The inputs of `unit`, a unit of `m`'s network (in its view or about to be).
+    pub fn of(m: &'m NetMirror, unit: &'m UnitState) -> DiscoveryInputs<'m> {
+        let fixture = m.fixture_of(unit);
+        DiscoveryInputs {
+            id: unit.id,
+            name: unit.name.as_deref(),
+            address: unit.address.as_deref(),
+            firmware: unit.firmware_version.as_deref(),
+            vendor: fixture.and_then(|f| f.vendor.as_deref()),
+            model: fixture.and_then(|f| f.model.as_deref()),
+            caps: Caps::of(unit, fixture),
+        }
+    }
+
+    /// The unit's capabilities ([`NetMirror::caps`]).
+    pub fn caps(&self) -> Caps {
+        self.caps
+    }
 }
 
 /// A name for an entity of a network device that HA will not strip: a name starting with the
@@ -309,7 +351,7 @@ impl Renderer {
         };
         let mut out = Vec::new();
         if self.discovery.is_some() {
-            let device = self.unit_device(m, unit, slug, &m.caps(unit));
+            let device = self.unit_device(m, &DiscoveryInputs::of(m, unit), slug);
             self.push_discovery(&mut out, &device);
         }
         out
@@ -340,10 +382,11 @@ impl Renderer {
         Some(slug)
     }
 
-    fn unit_device(&self, m: &NetMirror, unit: &UnitState, slug: &str, caps: &Caps) -> Device {
+    fn unit_device(&self, m: &NetMirror, unit: &DiscoveryInputs<'_>, slug: &str) -> Device {
+        let caps = &unit.caps;
         let l = &self.layout;
         let net = m.slug.as_str();
-        let oid = unit_object_id(&m.view.status.id, unit);
+        let oid = object_id_of(&m.view.status.id, unit.address, unit.id);
         let state_topic = l.unit(net, slug);
         let entities = usize::from(caps.is_light())
             + usize::from(caps.presence)
@@ -394,25 +437,21 @@ impl Renderer {
                 types,
             ));
         }
-        let fixture = unit.fixture_id.and_then(|f| m.view.fixtures.get(&f));
         let mut dev = Map::new();
         dev.insert("identifiers".into(), json!([oid]));
         dev.insert(
             "name".into(),
             json!(
-                unit.name
-                    .as_deref()
-                    .filter(|n| !n.trim().is_empty())
-                    .map_or_else(|| format!("Unit {}", unit.id), str::to_string)
+                unit.name.filter(|n| !n.trim().is_empty()).map_or_else(|| format!("Unit {}", unit.id), str::to_string)
             ),
         );
-        if let Some(vendor) = fixture.and_then(|f| f.vendor.as_deref()) {
+        if let Some(vendor) = unit.vendor {
             dev.insert("manufacturer".into(), json!(vendor));
         }
-        if let Some(model) = fixture.and_then(|f| f.model.as_deref()) {
+        if let Some(model) = unit.model {
             dev.insert("model".into(), json!(model));
         }
-        if let Some(fw) = unit.firmware_version.as_deref() {
+        if let Some(fw) = unit.firmware {
             dev.insert("sw_version".into(), json!(fw));
         }
         dev.insert("via_device".into(), json!(network_object_id(&m.view.status.id)));

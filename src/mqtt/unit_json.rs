@@ -415,14 +415,14 @@ impl<'a> UnitJson<'a> {
         if !attributes {
             return;
         }
-        for (index, leaf) in UNIT_KEYS.iter().enumerate() {
+        for (index, leaf) in UNIT_KEYS.iter().copied().enumerate() {
             let Some(s) = self.scalar(index) else { continue };
             let span = at.0[index].clone();
             match s {
                 Scalar::Int(_) | Scalar::Num(_) if !span.is_empty() => text.buf().extend_from_within(span),
                 _ => s.write(text.buf()),
             }
-            text.end_part(Leaf::Below(*leaf));
+            text.end_part(Leaf::Below(leaf));
         }
     }
 }

@@ -191,6 +191,21 @@ impl Store {
                 let key = fingerprint(topic);
                 if is_whole(*slot) {
                     self.add_owner(key);
+                    // A whole name without a record of its own may still be on the broker: an
+                    // attribute topic that becomes a whole name (its owner's topics moved around
+                    // it) keeps its slot's print, which is what the broker has whenever
+                    // connected; a topic whose clear is still owed (an orphan) has some other
+                    // text there. Either is cleared when it goes.
+                    let there = old_prints
+                        .get(topic.as_str())
+                        .copied()
+                        .or_else(|| self.orphans.contains_key(&key).then(|| (print_of(*slot) ^ 1).max(2)));
+                    if let Some(print) = there
+                        && self.published_print(key).is_none()
+                        && let Some(t) = self.topics.get_mut(&key)
+                    {
+                        t.set_published_print(print);
+                    }
                 }
                 self.orphans.remove(&key);
             }
@@ -224,7 +239,8 @@ impl Store {
     }
 
     /// The old topics of an owner (`names`, `slots`) that must be cleared now that it wants
-    /// `topics` (the counts already moved): a whole name nobody wants that was published; an
+    /// `topics` (the counts already moved): a whole name nobody wants that was published and is
+    /// not among `topics` (where it may be an attribute topic now, which no count holds); an
     /// attribute topic that is not among `topics` and whose whole name no other owner wants (one
     /// that does is taken to have it too: owners share a name only while a rename moves it).
     fn unwanted(&self, names: &[String], slots: &[u64], topics: &Topics) -> Vec<String> {
@@ -236,7 +252,7 @@ impl Store {
             let stale = if is_whole(*slot) {
                 let key = fingerprint(name);
                 base_held = self.owner_count(key) > u64::from(new_names.contains(name.as_str()));
-                self.owner_count(key) == 0 && self.published_print(key).is_some()
+                self.owner_count(key) == 0 && self.published_print(key).is_some() && !new_names.contains(name.as_str())
             } else {
                 !new_names.contains(name.as_str()) && !base_held
             };

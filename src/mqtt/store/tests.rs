@@ -305,3 +305,41 @@ fn attribute_levels_are_kept_short_and_read_back_whole() {
     assert_eq!(ops.len(), 5);
     assert!(ops.contains(&clear("b/n/unit/lamp/availability")));
 }
+
+#[test]
+fn a_whole_name_that_becomes_an_attribute_topic_is_not_cleared() {
+    let mut s = Store::default();
+    let o = Owner::Unit("n".into(), 1);
+    let ops = s.set(o.clone(), t(&[("lamp/availability", "0"), ("lamp/x/state", "0")]));
+    apply(&mut s, &ops);
+    // `lamp/x/state` is now the level `state` below `lamp/x`.
+    let ops = s.set(o.clone(), t(&[("lamp/x", "0"), ("lamp/x/state", "0")]));
+    assert!(!ops.contains(&clear("lamp/x/state")), "{ops:?}");
+    apply(&mut s, &ops);
+    assert_eq!(s.remove(&o), vec![clear("lamp/x"), clear("lamp/x/state")]);
+}
+
+#[test]
+fn an_attribute_topic_that_becomes_a_whole_name_is_cleared_when_it_goes() {
+    let mut s = Store::default();
+    let o = Owner::Unit("n".into(), 1);
+    let ops = s.set(o.clone(), t(&[("lamp", "0"), ("lamp/brightness", "0")]));
+    apply(&mut s, &ops);
+    // Disconnected: `lamp/brightness` becomes a whole name, then goes.
+    let _unsent = s.set(o.clone(), t(&[("lamp/brightness", "0"), ("lamp/state", "0")]));
+    let _unsent = s.set(o.clone(), t(&[("other", "0")]));
+    assert_eq!(s.resync(), vec![clear("lamp"), clear("lamp/brightness")]);
+}
+
+#[test]
+fn a_topic_wanted_again_before_its_clear_went_out_is_cleared_when_it_goes_again() {
+    let mut s = Store::default();
+    let o = Owner::Unit("n".into(), 1);
+    let ops = s.set(o.clone(), t(&[("lamp", "0"), ("lamp/state", "0")]));
+    apply(&mut s, &ops);
+    // Disconnected: gone, back as a whole name, gone again.
+    let _unsent = s.remove(&o);
+    let _unsent = s.set(o.clone(), t(&[("lamp/state", "0")]));
+    let _unsent = s.remove(&o);
+    assert_eq!(s.resync(), vec![clear("lamp"), clear("lamp/state")]);
+}
