@@ -64,7 +64,7 @@ pub struct NetMirror {
 impl NetMirror {
     /// A mirror of `view` known by `slug`.
     pub fn new(view: NetworkView, slug: String) -> NetMirror {
-        let mut m = NetMirror {
+        let mut mirror = NetMirror {
             key: Arc::from(view.status.id.as_str()),
             view,
             slug,
@@ -74,9 +74,9 @@ impl NetMirror {
             stale_groups: Vec::new(),
             group_cache: GroupCache::default(),
         };
-        m.reslug();
-        m.recache_groups();
-        m
+        mirror.reslug();
+        mirror.recache_groups();
+        mirror
     }
 
     /// Makes the group cache again from the view (a new unit, or one whose identity changed).
@@ -172,20 +172,20 @@ fn object_id_of(network_id: &str, address: Option<&str>, id: u32) -> String {
 /// config, and [`super::plan::unit_ops`] compares them to know whether the config must be
 /// rendered again: a field the config comes to read is added here, and compared with the rest.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DiscoveryInputs<'m> {
+pub struct DiscoveryInputs<'mirror> {
     id: u32,
-    name: Option<&'m str>,
-    address: Option<&'m str>,
-    firmware: Option<&'m str>,
-    vendor: Option<&'m str>,
-    model: Option<&'m str>,
+    name: Option<&'mirror str>,
+    address: Option<&'mirror str>,
+    firmware: Option<&'mirror str>,
+    vendor: Option<&'mirror str>,
+    model: Option<&'mirror str>,
     caps: Caps,
 }
 
-impl<'m> DiscoveryInputs<'m> {
-    /// The inputs of `unit`, a unit of `m`'s network (in its view or about to be).
-    pub fn of(m: &'m NetMirror, unit: &'m UnitState) -> DiscoveryInputs<'m> {
-        let fixture = m.fixture_of(unit);
+impl<'mirror> DiscoveryInputs<'mirror> {
+    /// The inputs of `unit`, a unit of `mirror`'s network (in its view or about to be).
+    pub fn of(mirror: &'mirror NetMirror, unit: &'mirror UnitState) -> DiscoveryInputs<'mirror> {
+        let fixture = mirror.fixture_of(unit);
         DiscoveryInputs {
             id: unit.id,
             name: unit.name.as_deref(),
@@ -267,10 +267,10 @@ impl Renderer {
 
     /// A network's topics: its device (dim level, cloud connection, a switch per scene, a
     /// light per group), its JSON and its availability.
-    pub fn network(&self, m: &NetMirror) -> Topics {
+    pub fn network(&self, mirror: &NetMirror) -> Topics {
         let l = &self.layout;
-        let v = &m.view;
-        let net = m.slug.as_str();
+        let v = &mirror.view;
+        let net = mirror.slug.as_str();
         let oid = network_object_id(&v.status.id);
         let avail = vec![l.bridge_state(), l.network_availability(net)];
         let mut components = vec![
@@ -290,7 +290,7 @@ impl Renderer {
             ),
         ];
         for (id, s) in &v.scenes {
-            let Some(slug) = m.scene_slugs.get(id) else { continue };
+            let Some(slug) = mirror.scene_slugs.get(id) else { continue };
             components.push(switch::scene(
                 format!("scene_{id}"),
                 format!("{oid}_scene_{id}"),
@@ -301,8 +301,8 @@ impl Renderer {
             ));
         }
         for (id, g) in &v.groups {
-            let Some(slug) = m.group_slugs.get(id) else { continue };
-            let dimmable = g.units.iter().filter_map(|u| v.units.get(u)).any(|u| m.caps(u).dimmer);
+            let Some(slug) = mirror.group_slugs.get(id) else { continue };
+            let dimmable = g.units.iter().filter_map(|u| v.units.get(u)).any(|u| mirror.caps(u).dimmer);
             components.push(light::group(
                 format!("group_{id}"),
                 format!("{oid}_group_{id}"),
@@ -331,27 +331,27 @@ impl Renderer {
         out
     }
 
-    /// The unit JSON of a unit of `m` (all keys present).
-    pub fn unit_state(&self, m: &NetMirror, unit: &UnitState) -> Map<String, Value> {
-        unit_json(unit, &m.caps(unit))
+    /// The unit JSON of a unit of `mirror` (all keys present).
+    pub fn unit_state(&self, mirror: &NetMirror, unit: &UnitState) -> Map<String, Value> {
+        unit_json(unit, &mirror.caps(unit))
     }
 
     /// A unit's topics: its device and entities, its JSON, its attribute topics, its availability.
-    pub fn unit(&self, m: &NetMirror, id: u32) -> Topics {
-        let mut out = self.unit_discovery(m, id);
-        out.extend(self.unit_state_topics(m, id));
+    pub fn unit(&self, mirror: &NetMirror, id: u32) -> Topics {
+        let mut out = self.unit_discovery(mirror, id);
+        out.extend(self.unit_state_topics(mirror, id));
         out
     }
 
     /// The discovery part of [`Renderer::unit`]: what depends on the unit's identity (name,
     /// address, fixture, firmware), its capabilities and the slugs, never on its state.
-    pub fn unit_discovery(&self, m: &NetMirror, id: u32) -> Topics {
-        let (Some(unit), Some(slug)) = (m.view.units.get(&id), m.unit_slugs.get(&id)) else {
+    pub fn unit_discovery(&self, mirror: &NetMirror, id: u32) -> Topics {
+        let (Some(unit), Some(slug)) = (mirror.view.units.get(&id), mirror.unit_slugs.get(&id)) else {
             return Vec::new();
         };
         let mut out = Vec::new();
         if self.discovery.is_some() {
-            let device = self.unit_device(m, &DiscoveryInputs::of(m, unit), slug);
+            let device = self.unit_device(mirror, &DiscoveryInputs::of(mirror, unit), slug);
             self.push_discovery(&mut out, &device);
         }
         out
@@ -359,11 +359,11 @@ impl Renderer {
 
     /// The state part of [`Renderer::unit`]: the unit JSON, the attribute topics and the
     /// availability, all at or below the unit's state topic ([`Layout::unit`]).
-    pub fn unit_state_topics(&self, m: &NetMirror, id: u32) -> Topics {
+    pub fn unit_state_topics(&self, mirror: &NetMirror, id: u32) -> Topics {
         let mut text = StateText::default();
-        let Some(caps) = m.view.units.get(&id).map(|u| m.caps(u)) else { return Vec::new() };
-        match self.unit_state_text(m, id, &caps, &mut text) {
-            Some(slug) => text.topics(&self.layout.unit(&m.slug, slug)),
+        let Some(caps) = mirror.view.units.get(&id).map(|u| mirror.caps(u)) else { return Vec::new() };
+        match self.unit_state_text(mirror, id, &caps, &mut text) {
+            Some(slug) => text.topics(&self.layout.unit(&mirror.slug, slug)),
             None => Vec::new(),
         }
     }
@@ -371,22 +371,28 @@ impl Renderer {
     /// Writes the payloads of [`Renderer::unit_state_topics`] into `text` (cleared first) and
     /// returns the unit's slug; `None` (and nothing written) for a unit the mirror lacks. `caps`
     /// are the unit's capabilities ([`NetMirror::caps`]): a changed unit's caller has them already.
-    pub fn unit_state_text<'m>(&self, m: &'m NetMirror, id: u32, caps: &Caps, text: &mut StateText) -> Option<&'m str> {
+    pub fn unit_state_text<'mirror>(
+        &self,
+        mirror: &'mirror NetMirror,
+        id: u32,
+        caps: &Caps,
+        text: &mut StateText,
+    ) -> Option<&'mirror str> {
         text.clear();
-        let (unit, slug) = (m.view.units.get(&id)?, m.unit_slugs.get(&id)?);
+        let (unit, slug) = (mirror.view.units.get(&id)?, mirror.unit_slugs.get(&id)?);
         let json = UnitJson::of(unit, caps);
         // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
         json.write_parts(text, self.attribute_topics);
-        let online = unit.online == Some(true) && m.view.status.available();
+        let online = unit.online == Some(true) && mirror.view.status.available();
         text.push(Leaf::Below(AVAILABILITY), if online { "online" } else { "offline" });
         Some(slug)
     }
 
-    fn unit_device(&self, m: &NetMirror, unit: &DiscoveryInputs<'_>, slug: &str) -> Device {
+    fn unit_device(&self, mirror: &NetMirror, unit: &DiscoveryInputs<'_>, slug: &str) -> Device {
         let caps = &unit.caps;
         let l = &self.layout;
-        let net = m.slug.as_str();
-        let oid = object_id_of(&m.view.status.id, unit.address, unit.id);
+        let net = mirror.slug.as_str();
+        let oid = object_id_of(&mirror.view.status.id, unit.address, unit.id);
         let state_topic = l.unit(net, slug);
         let entities = usize::from(caps.is_light())
             + usize::from(caps.presence)
@@ -454,7 +460,7 @@ impl Renderer {
         if let Some(fw) = unit.firmware {
             dev.insert("sw_version".into(), json!(fw));
         }
-        dev.insert("via_device".into(), json!(network_object_id(&m.view.status.id)));
+        dev.insert("via_device".into(), json!(network_object_id(&mirror.view.status.id)));
         Device {
             object_id: oid,
             device: Value::Object(dev),
@@ -464,26 +470,31 @@ impl Renderer {
     }
 
     /// A group's JSON topic.
-    pub fn group(&self, m: &NetMirror, id: u32) -> Topics {
+    pub fn group(&self, mirror: &NetMirror, id: u32) -> Topics {
         let mut text = StateText::default();
-        match self.group_text(m, id, &mut text) {
-            Some(slug) => text.topics(&self.layout.group(&m.slug, slug)),
+        match self.group_text(mirror, id, &mut text) {
+            Some(slug) => text.topics(&self.layout.group(&mirror.slug, slug)),
             None => Vec::new(),
         }
     }
 
     /// Writes the group JSON into `text` (cleared first) and returns the group's slug; `None`
     /// for a group the mirror lacks.
-    pub fn group_text<'m>(&self, m: &'m NetMirror, id: u32, text: &mut StateText) -> Option<&'m str> {
+    pub fn group_text<'mirror>(
+        &self,
+        mirror: &'mirror NetMirror,
+        id: u32,
+        text: &mut StateText,
+    ) -> Option<&'mirror str> {
         text.clear();
-        let (g, slug) = (m.view.groups.get(&id)?, m.group_slugs.get(&id)?);
-        if !m.group_cache.write_json(g, text.buf()) {
-            m.group_json(g).write_json(text.buf());
+        let (g, slug) = (mirror.view.groups.get(&id)?, mirror.group_slugs.get(&id)?);
+        if !mirror.group_cache.write_json(g, text.buf()) {
+            mirror.group_json(g).write_json(text.buf());
         }
         #[cfg(debug_assertions)]
         {
             let mut fresh = Vec::new();
-            m.group_json(g).write_json(&mut fresh);
+            mirror.group_json(g).write_json(&mut fresh);
             debug_assert_eq!(String::from_utf8_lossy(text.buf()), String::from_utf8_lossy(&fresh), "group {id}");
         }
         text.end_part(Leaf::State);
@@ -491,20 +502,20 @@ impl Renderer {
     }
 
     /// A scene's `ON`/`OFF` topic.
-    pub fn scene(&self, m: &NetMirror, id: u32) -> Topics {
-        let Some(slug) = m.scene_slugs.get(&id) else { return Vec::new() };
-        let on = m.view.status.active_scenes.contains(&id);
-        vec![(self.layout.scene(&m.slug, slug), if on { "ON" } else { "OFF" }.into())]
+    pub fn scene(&self, mirror: &NetMirror, id: u32) -> Topics {
+        let Some(slug) = mirror.scene_slugs.get(&id) else { return Vec::new() };
+        let on = mirror.view.status.active_scenes.contains(&id);
+        vec![(self.layout.scene(&mirror.slug, slug), if on { "ON" } else { "OFF" }.into())]
     }
 
-    /// The topics of any owner of `m`.
-    pub fn owner(&self, m: &NetMirror, owner: &Owner) -> Topics {
+    /// The topics of any owner of `mirror`.
+    pub fn owner(&self, mirror: &NetMirror, owner: &Owner) -> Topics {
         match owner {
             Owner::Bridge => Vec::new(),
-            Owner::Network(_) => self.network(m),
-            Owner::Unit(_, id) => self.unit(m, *id),
-            Owner::Group(_, id) => self.group(m, *id),
-            Owner::Scene(_, id) => self.scene(m, *id),
+            Owner::Network(_) => self.network(mirror),
+            Owner::Unit(_, id) => self.unit(mirror, *id),
+            Owner::Group(_, id) => self.group(mirror, *id),
+            Owner::Scene(_, id) => self.scene(mirror, *id),
         }
     }
 }

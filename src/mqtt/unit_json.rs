@@ -111,7 +111,7 @@ struct Xy {
 /// follows from its type ([`UnitField`]).
 macro_rules! unit_json {
     (<$a:lifetime> $($field:ident: $ty:ty = $key:literal,)*) => {
-        /// The unit JSON of DESIGN §4, borrowed from the unit: every reading computed once, then
+        /// The unit JSON (docs/mqtt.md), borrowed from the unit: every reading computed once, then
         /// written straight to text ([`UnitJson::write_json`]) and to the plain attribute values
         /// ([`UnitJson::write_parts`]). This is the event hot path: no intermediate `Value` tree,
         /// no allocation but the output buffer's.
@@ -435,7 +435,7 @@ struct NumberSpans([Range<usize>; KEY_COUNT]);
 /// [`UnitJson`] straight to text.
 pub fn unit_json(unit: &UnitState, caps: &Caps) -> Map<String, Value> {
     match serde_json::to_value(UnitJson::of(unit, caps)) {
-        Ok(Value::Object(m)) => m,
+        Ok(Value::Object(map)) => map,
         _ => Map::new(),
     }
 }
@@ -494,13 +494,13 @@ impl<'a> GroupJson<'a> {
     pub fn from_readings(group: &'a GroupInfo, readings: impl Iterator<Item = Option<MemberReading>>) -> GroupJson<'a> {
         let mut state: Option<&'static str> = None;
         let mut brightness: Option<u8> = None;
-        for m in readings.flatten() {
-            match m.state {
+        for member in readings.flatten() {
+            match member.state {
                 Some("ON") => state = Some("ON"),
                 Some("OFF") if state.is_none() => state = Some("OFF"),
                 _ => {}
             }
-            if let Some(b) = m.brightness {
+            if let Some(b) = member.brightness {
                 brightness = Some(brightness.map_or(b, |old| old.max(b)));
             }
         }

@@ -13,53 +13,53 @@ fn render(json: &str) -> Map<String, Value> {
 
 #[test]
 fn every_key_is_always_present() {
-    let m = render(r#"{"id":7}"#);
+    let fields = render(r#"{"id":7}"#);
     for k in UNIT_KEYS {
-        assert!(m.contains_key(k), "{k}");
+        assert!(fields.contains_key(k), "{k}");
     }
-    assert_eq!(m.len(), UNIT_KEYS.len());
-    assert_eq!(m["state"], Value::Null);
-    assert_eq!(m["controls"], Value::Null);
+    assert_eq!(fields.len(), UNIT_KEYS.len());
+    assert_eq!(fields["state"], Value::Null);
+    assert_eq!(fields["controls"], Value::Null);
 }
 
 #[test]
 fn dimmer_gives_state_and_brightness() {
-    let m = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0.5}]}"#);
-    assert_eq!(m["state"], "ON");
-    assert_eq!(m["brightness"], 128);
-    assert_eq!(m["color_mode"], "brightness");
-    let m = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0}]}"#);
-    assert_eq!(m["state"], "OFF");
+    let fields = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0.5}]}"#);
+    assert_eq!(fields["state"], "ON");
+    assert_eq!(fields["brightness"], 128);
+    assert_eq!(fields["color_mode"], "brightness");
+    let fields = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0}]}"#);
+    assert_eq!(fields["state"], "OFF");
 }
 
 #[test]
 fn colour_follows_colorsource() {
-    let m = render(
+    let fields = render(
         r#"{"id":3,"on":true,"controls":[{"type":"Dimmer","value":1},{"type":"Colorsource","source":"TW"},
         {"type":"CCT","value":3000.4,"min":2700,"max":6500},{"type":"Color","hue":0,"sat":1}]}"#,
     );
-    assert_eq!(m["color_mode"], "color_temp");
-    assert_eq!(m["color_temp"], 3000);
-    assert_eq!(m["color"]["y"], 0.33);
-    let m = render(
+    assert_eq!(fields["color_mode"], "color_temp");
+    assert_eq!(fields["color_temp"], 3000);
+    assert_eq!(fields["color"]["y"], 0.33);
+    let fields = render(
         r#"{"id":3,"on":true,"controls":[{"type":"Colorsource","source":"XY"},{"type":"Color","x":0.31234,"y":0.3}]}"#,
     );
-    assert_eq!(m["color_mode"], "xy");
-    assert_eq!(m["color"], json!({"x": 0.3123, "y": 0.3}));
+    assert_eq!(fields["color_mode"], "xy");
+    assert_eq!(fields["color"], json!({"x": 0.3123, "y": 0.3}));
 }
 
 #[test]
 fn sensors_have_readings_and_no_state() {
-    let m = render(
+    let fields = render(
         r#"{"id":4,"type":"Sensor","on":true,"controls":[{"type":"Presence","status":"present"},{"type":"Lux","value":412}]}"#,
     );
-    assert_eq!(m["state"], Value::Null);
-    assert_eq!(m["color_mode"], Value::Null);
-    assert_eq!(m["occupancy"], true);
-    assert_eq!(m["illuminance"], 412);
-    assert_eq!(plain(&m["illuminance"]).as_deref(), Some("412"));
-    let m = render(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#);
-    assert_eq!(m["occupancy"], false);
+    assert_eq!(fields["state"], Value::Null);
+    assert_eq!(fields["color_mode"], Value::Null);
+    assert_eq!(fields["occupancy"], true);
+    assert_eq!(fields["illuminance"], 412);
+    assert_eq!(plain(&fields["illuminance"]).as_deref(), Some("412"));
+    let fields = render(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#);
+    assert_eq!(fields["occupancy"], false);
 }
 
 /// The direct writers (the event path) give exactly the bytes of the derived `Serialize`:
