@@ -11,10 +11,10 @@
 //! in microseconds. What needs a payload again (a republication after a reconnection or Home
 //! Assistant's birth, the text of a previous discovery config) renders it from the mirror
 //! ([`super::plan`], [`super::publisher`]). The packing:
-//! - each owner's topics in publishing order ([`owner_topics`]): a payload print per topic, and
+//! - each owner's topics in publishing order (`owner_topics.rs`): a payload print per topic, and
 //!   its name once, or as a level number when it is an attribute topic just below a whole name
-//!   ([`levels`]); owners by network and id ([`owner_map`]);
-//! - per whole name, by its fingerprint ([`prints`]): how many owners want it and the print of
+//!   (`levels.rs`); owners by network and id (`owner_map.rs`);
+//! - per whole name, by its fingerprint (`prints.rs`): how many owners want it and the print of
 //!   what was published there. An attribute topic has no entry: it belongs to the owner of the
 //!   whole name it is below, and its slot's print is what was last handed over (every connection
 //!   publishes everything again, so that is what the broker has).
