@@ -148,3 +148,14 @@ fn plain_values() {
     assert_eq!(plain(&Value::Null), None);
     assert_eq!(plain(&json!({"x": 1})), None);
 }
+
+#[test]
+fn the_json_has_every_key_once_in_alphabetical_order() {
+    let written: Vec<&str> = JSON_ORDER.iter().map(|i| UNIT_KEYS[*i]).collect();
+    let mut sorted = UNIT_KEYS.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(written, sorted);
+    let text = serde_json::to_string(&UnitJson::of(&unit(r#"{"id":7}"#), &Caps::default())).unwrap();
+    let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap();
+    assert!(sorted.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
+}
