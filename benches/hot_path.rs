@@ -113,7 +113,7 @@ fn published(renderer: &Renderer, view: NetworkView) -> (NetMirror, Store) {
     let mirror = NetMirror::new(view, "site_1".into());
     let mut store = Store::default();
     for op in plan::network_ops(renderer, &mut store, &mirror) {
-        store.sent(&op);
+        store.record(op.receipt());
     }
     (mirror, store)
 }
@@ -129,7 +129,7 @@ fn fixtures_renderer() -> Renderer {
 
 fn sent(store: &mut Store, ops: &[Op]) {
     for op in ops {
-        store.sent(op);
+        store.record(op.receipt());
     }
 }
 

@@ -158,7 +158,7 @@ fn main() -> anyhow::Result<()> {
     let mut published = 0usize;
     for m in &mirrors {
         for op in plan::network_ops(&renderer, &mut store, m) {
-            store.sent(&op);
+            store.record(op.receipt());
             published += 1;
         }
     }

@@ -82,12 +82,13 @@ pub fn scan_filters(config: &Config) -> Vec<String> {
 /// slug.
 pub fn loaded_scopes(nets: &BTreeMap<String, NetMirror>) -> HashSet<Scope> {
     nets.iter()
-        .flat_map(|(id, m)| [Scope::NetworkKey(discovery::key(id)), Scope::NetworkSlug(m.slug.clone())])
+        .flat_map(|(id, mirror)| [Scope::NetworkKey(discovery::key(id)), Scope::NetworkSlug(mirror.slug.clone())])
         .collect()
 }
 
 /// Messages a scan's connection reads ahead of the judging: beyond, it waits (and the broker
-/// with it). Unbounded, a scan of 400,000 retained messages once ran ~30,000 ahead (+22 MiB).
+/// with it). Unbounded, a scan of a big site's retained messages runs tens of thousands ahead,
+/// tens of megabytes of messages held for nothing.
 const SCAN_BACKLOG: usize = 256;
 
 /// The longest a scan lasts, however busy the broker keeps it.
@@ -233,10 +234,10 @@ impl Sweeper {
                         // Quiet is counted from the subscription on.
                         scan.idle_until = Instant::now() + self.quiet;
                     }
-                    Some(ClientEvent::Message(m)) if m.retain && !m.payload.is_empty() => {
+                    Some(ClientEvent::Message(msg)) if msg.retain && !msg.payload.is_empty() => {
                         scan.found += 1;
                         scan.idle_until = Instant::now() + self.quiet;
-                        return Scanned::Found(m);
+                        return Scanned::Found(msg);
                     }
                     Some(_) => {}
                     None => {

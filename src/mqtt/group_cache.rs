@@ -1,11 +1,11 @@
 //! Each group's JSON half-made between renders: its members' readings and its constant text.
 //!
 //! A group's JSON summarises its members (`state`, `brightness`) and names the group (`id`,
-//! `members`, `name`). Rendered from scratch on every change of a member's reading, it looked up
-//! each member's unit and worked out its reading again, and wrote the member ids and the name
-//! again: for a luminaire in a group of ten, a tenth of the instructions of a changed frame
-//! (BENCHMARKS.md, "Hot path"). The cache keeps each member's reading in two bytes and the group's
-//! constant text, so a render reads a few small numbers and copies one string.
+//! `members`, `name`). Rendered from scratch on every change of a member's reading, it would look
+//! up each member's unit, work out its reading again and write the member ids and the name
+//! again, a sizeable share of a changed frame's work for a luminaire in a group. The cache keeps
+//! each member's reading in two bytes and the group's constant text, so a render reads a few
+//! small numbers and copies one string.
 //!
 //! [`GroupCache::of`] builds it from a mirror's view; after that, only a unit's reading can change
 //! it ([`GroupCache::set_reading`]): the groups, their names and the fixtures change only with a
@@ -77,8 +77,8 @@ impl GroupCache {
                 let readings = g.units.iter().map(|u| view.units.get(u).map_or(UNKNOWN, |u| pack(reading(u))));
                 let mut fixed = Vec::new();
                 write_group_fixed(g, &mut fixed);
-                // serde_json writes text; were it not, the group would be left out, and rendered
-                // from its units as before the cache.
+                // serde_json writes text; were it not, the group would be left out of the cache,
+                // and rendered from its units.
                 let fixed = String::from_utf8(fixed).ok()?.into_boxed_str();
                 Some((g.id, Cached { fixed, readings: readings.collect() }))
             })

@@ -10,7 +10,8 @@
 //! - [`caps`], [`unit_json`], [`crate::color`]: what a unit is and the JSON published for it.
 //! - [`discovery`]: HA payloads, one module per platform.
 //! - [`render`]: the wanted retained topics per owner ([`group_cache`]: each group's JSON
-//!   half-made between renders); [`store`]: wanted vs published;
+//!   half-made between renders); [`state_text`]: an owner's state payloads in one buffer;
+//!   [`store`]: wanted vs published, and the operations between them;
 //!   [`plan`]: what a change of the mirror publishes (pure).
 //! - [`publisher`]: the loop tying it together; [`gc`]: start-up clean-up; [`command_intake`]: the `…/set` topics.
 
@@ -20,7 +21,6 @@ pub mod command_intake;
 pub mod discovery;
 pub mod gc;
 pub mod group_cache;
-mod owner_map;
 pub mod plan;
 pub mod publisher;
 pub mod render;

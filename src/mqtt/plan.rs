@@ -9,72 +9,76 @@
 //! topics are re-rendered only when its capabilities changed (the network device lists dimmable
 //! groups), and the whole network when its identity (name, address, fixture) changed, since slugs
 //! and device ids may move. A change of state alone (the common case, thousands per second on big
-//! sites) keeps the unit's discovery config as it is instead of rendering it again: it depends
-//! only on the identity, the firmware and the capabilities.
+//! sites) keeps the unit's discovery config as it is instead of rendering it again: the config
+//! is rendered again only when what it reads of the unit ([`DiscoveryInputs`]) changed.
 
 use super::caps::Caps;
-use super::render::{NetMirror, Owner, Renderer};
+use super::render::{DiscoveryInputs, NetMirror, Owner, Renderer};
 use super::state_text::StateText;
 use super::store::{Op, Store};
 use super::unit_json::member_reading;
 use crate::cloud::model::UnitState;
 use std::sync::Arc;
 
-/// Records `unit` (a changed unit of `m`'s network) in the mirror and returns the broker
-/// operations it calls for, except its groups': those it adds to `m.stale_groups`, for
+/// Records `unit` (a changed unit of `mirror`'s network) in the mirror and returns the broker
+/// operations it calls for, except its groups': those it adds to `mirror.stale_groups`, for
 /// [`stale_group_ops`]. `text` is a reused buffer for the state payloads.
 pub fn unit_ops(
     renderer: &Renderer,
     store: &mut Store,
-    m: &mut NetMirror,
+    mirror: &mut NetMirror,
     text: &mut StateText,
     unit: Arc<UnitState>,
 ) -> Vec<Op> {
     let id = unit.id;
-    let old = m.view.units.get(&id).cloned();
-    let old_caps = old.as_deref().map(|u| m.caps(u));
-    let new_caps = m.caps(&unit);
+    let old = mirror.view.units.get(&id).cloned();
+    let old_inputs = old.as_deref().map(|o| DiscoveryInputs::of(mirror, o));
+    let new_inputs = DiscoveryInputs::of(mirror, &unit);
+    let old_caps = old_inputs.as_ref().map(DiscoveryInputs::caps);
+    let new_caps = new_inputs.caps();
     let caps_changed = old_caps != Some(new_caps);
+    // Whatever the unit's discovery config reads, compared as one value.
+    let device_changed = old_inputs != Some(new_inputs);
+    // What the rest of the network reads of the unit: its name (the slugs), its address (device
+    // ids) and its fixture (the groups' capabilities). A change renders the whole network.
     let identity_changed = old
         .as_deref()
         .is_none_or(|o| o.name != unit.name || o.address != unit.address || o.fixture_id != unit.fixture_id);
-    let device_changed =
-        identity_changed || caps_changed || old.as_deref().is_some_and(|o| o.firmware_version != unit.firmware_version);
     // A group's JSON depends on its members' readings alone: most changes (a colour, a sensor
     // value, a level below another member's) leave every group of the unit as it is.
     let reading = member_reading(&unit, new_caps.is_light());
     let reading_changed = old.as_deref().zip(old_caps).map(|(o, c)| member_reading(o, c.is_light())) != Some(reading);
     // The store keeps no payloads: the discovery config being replaced is rendered from the
     // mirror before it changes (HA needs it when a component goes away).
-    let old_discovery = if device_changed { renderer.unit_discovery(m, id) } else { Vec::new() };
-    m.view.units.insert(id, unit);
+    let old_discovery = if device_changed { renderer.unit_discovery(mirror, id) } else { Vec::new() };
+    mirror.view.units.insert(id, unit);
     if identity_changed {
-        m.reslug();
-        m.recache_groups();
-        let mut ops = network_ops(renderer, store, m);
+        mirror.reslug();
+        mirror.recache_groups();
+        let mut ops = network_ops(renderer, store, mirror);
         attach_previous(store, &mut ops, &old_discovery);
         return ops;
     }
-    let owner = Owner::Unit(m.key.clone(), id);
+    let owner = Owner::Unit(mirror.key.clone(), id);
     let mut ops = if device_changed {
-        let mut ops = store.set(owner, renderer.unit(m, id));
+        let mut ops = store.set(owner, renderer.unit(mirror, id));
         attach_previous(store, &mut ops, &old_discovery);
         ops
     } else {
-        unit_state_ops(renderer, store, m, owner, id, &new_caps, text)
+        unit_state_ops(renderer, store, mirror, owner, id, &new_caps, text)
     };
     if reading_changed || caps_changed {
-        for g in m.view.groups.values().filter(|g| g.units.contains(&id)) {
+        for g in mirror.view.groups.values().filter(|g| g.units.contains(&id)) {
             if reading_changed {
-                m.group_cache.set_reading(g, id, reading);
+                mirror.group_cache.set_reading(g, id, reading);
             }
-            if !m.stale_groups.contains(&g.id) {
-                m.stale_groups.push(g.id);
+            if !mirror.stale_groups.contains(&g.id) {
+                mirror.stale_groups.push(g.id);
             }
         }
     }
     if caps_changed {
-        ops.extend(owner_ops(renderer, store, m, &[Owner::Network(m.key.clone())]));
+        ops.extend(owner_ops(renderer, store, mirror, &[Owner::Network(mirror.key.clone())]));
     }
     ops
 }
@@ -84,30 +88,35 @@ pub fn unit_ops(
 fn unit_state_ops(
     renderer: &Renderer,
     store: &mut Store,
-    m: &NetMirror,
+    mirror: &NetMirror,
     owner: Owner,
     id: u32,
     caps: &Caps,
     text: &mut StateText,
 ) -> Vec<Op> {
-    let Some(slug) = renderer.unit_state_text(m, id, caps, text) else {
-        return store.set(owner, renderer.unit(m, id));
+    let Some(slug) = renderer.unit_state_text(mirror, id, caps, text) else {
+        return store.set(owner, renderer.unit(mirror, id));
     };
-    let (layout, net) = (&renderer.layout, m.slug.as_str());
+    let (layout, net) = (&renderer.layout, mirror.slug.as_str());
     if let Some(ops) = store.update_state(&owner, text, |t| layout.is_unit(t, net, slug)) {
         return ops;
     }
     // The set of state topics changed (an attribute became known or unknown): all again.
-    store.set(owner, renderer.unit(m, id))
+    store.set(owner, renderer.unit(mirror, id))
 }
 
-/// The operations of `m`'s stale groups ([`NetMirror::stale_groups`]), which it empties: each
+/// The operations of `mirror`'s stale groups ([`NetMirror::stale_groups`]), which it empties: each
 /// group's JSON rendered once, after all the member changes taken in since the last call.
-pub fn stale_group_ops(renderer: &Renderer, store: &mut Store, m: &mut NetMirror, text: &mut StateText) -> Vec<Op> {
-    let mut stale = std::mem::take(&mut m.stale_groups);
+pub fn stale_group_ops(
+    renderer: &Renderer,
+    store: &mut Store,
+    mirror: &mut NetMirror,
+    text: &mut StateText,
+) -> Vec<Op> {
+    let mut stale = std::mem::take(&mut mirror.stale_groups);
     let mut ops = Vec::new();
     for id in stale.drain(..) {
-        let group = group_ops(renderer, store, m, id, text);
+        let group = group_ops(renderer, store, mirror, id, text);
         // One group (a change taken in alone) keeps its own list: no second allocation.
         if ops.is_empty() {
             ops = group;
@@ -115,24 +124,24 @@ pub fn stale_group_ops(renderer: &Renderer, store: &mut Store, m: &mut NetMirror
             ops.extend(group);
         }
     }
-    m.stale_groups = stale;
+    mirror.stale_groups = stale;
     ops
 }
 
 /// A group's topic after a change of one of its members.
-fn group_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, id: u32, text: &mut StateText) -> Vec<Op> {
-    let owner = Owner::Group(m.key.clone(), id);
-    let Some(slug) = renderer.group_text(m, id, text) else {
+fn group_ops(renderer: &Renderer, store: &mut Store, mirror: &NetMirror, id: u32, text: &mut StateText) -> Vec<Op> {
+    let owner = Owner::Group(mirror.key.clone(), id);
+    let Some(slug) = renderer.group_text(mirror, id, text) else {
         return store.set(owner, Vec::new());
     };
-    let (layout, net) = (&renderer.layout, m.slug.as_str());
+    let (layout, net) = (&renderer.layout, mirror.slug.as_str());
     if let Some(ops) = store.update_state(&owner, text, |t| layout.is_group(t, net, slug)) {
         return ops;
     }
     store.set(owner, text.topics(&layout.group(net, slug)))
 }
 
-/// The operations after a change of `m`'s network status that kept its name (its connection,
+/// The operations after a change of `mirror`'s network status that kept its name (its connection,
 /// gateway, dim level, active scenes): the network's own topics and its scenes'; the units' state
 /// topics only when the network's availability flipped (their `availability` follows it). Units'
 /// discovery and groups do not depend on the status, so a network going live after start-up does
@@ -140,17 +149,17 @@ fn group_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, id: u32, tex
 pub fn status_ops(
     renderer: &Renderer,
     store: &mut Store,
-    m: &NetMirror,
+    mirror: &NetMirror,
     text: &mut StateText,
     availability_changed: bool,
 ) -> Vec<Op> {
-    let mut owners = vec![Owner::Network(m.key.clone())];
-    owners.extend(m.view.scenes.keys().map(|id| Owner::Scene(m.key.clone(), *id)));
-    let mut ops = owner_ops(renderer, store, m, &owners);
+    let mut owners = vec![Owner::Network(mirror.key.clone())];
+    owners.extend(mirror.view.scenes.keys().map(|id| Owner::Scene(mirror.key.clone(), *id)));
+    let mut ops = owner_ops(renderer, store, mirror, &owners);
     if availability_changed {
-        for (id, unit) in &m.view.units {
-            let caps = m.caps(unit);
-            ops.extend(unit_state_ops(renderer, store, m, Owner::Unit(m.key.clone(), *id), *id, &caps, text));
+        for (id, unit) in &mirror.view.units {
+            let caps = mirror.caps(unit);
+            ops.extend(unit_state_ops(renderer, store, mirror, Owner::Unit(mirror.key.clone(), *id), *id, &caps, text));
         }
     }
     ops
@@ -166,18 +175,18 @@ pub fn attach_previous(store: &Store, ops: &mut [Op], old: &[(String, String)]) 
     for op in ops {
         if let Op::Publish { topic, previous: previous @ None, .. } = op
             && let Some(text) = old.get(topic.as_str())
-            && store.published_is(topic, text)
+            && store.has_published(topic, text)
         {
             *previous = Some(text.to_string());
         }
     }
 }
 
-/// Renders every owner of `m`'s network; owners that no longer exist lose their topics.
-pub fn network_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror) -> Vec<Op> {
-    let owners = m.owners();
-    let mut ops = owner_ops(renderer, store, m, &owners);
-    ops.extend(removed_ops(store, &m.view.status.id, &owners));
+/// Renders every owner of `mirror`'s network; owners that no longer exist lose their topics.
+pub fn network_ops(renderer: &Renderer, store: &mut Store, mirror: &NetMirror) -> Vec<Op> {
+    let owners = mirror.owners();
+    let mut ops = owner_ops(renderer, store, mirror, &owners);
+    ops.extend(removed_ops(store, &mirror.view.status.id, &owners));
     ops
 }
 
@@ -192,11 +201,11 @@ pub fn removed_ops(store: &mut Store, network: &str, owners: &[Owner]) -> Vec<Op
     ops
 }
 
-/// Renders the given owners of `m`.
-pub fn owner_ops(renderer: &Renderer, store: &mut Store, m: &NetMirror, owners: &[Owner]) -> Vec<Op> {
+/// Renders the given owners of `mirror`.
+pub fn owner_ops(renderer: &Renderer, store: &mut Store, mirror: &NetMirror, owners: &[Owner]) -> Vec<Op> {
     let mut ops = Vec::new();
     for o in owners {
-        ops.extend(store.set(o.clone(), renderer.owner(m, o)));
+        ops.extend(store.set(o.clone(), renderer.owner(mirror, o)));
     }
     ops
 }
@@ -239,12 +248,12 @@ mod tests {
             discovery: Some(Discovery { prefix: "homeassistant".into(), mode, qos: 1 }),
             attribute_topics: true,
         };
-        let m = NetMirror::new(view, "home".into());
+        let mirror = NetMirror::new(view, "home".into());
         let mut store = Store::default();
-        for op in network_ops(&renderer, &mut store, &m) {
-            store.sent(&op);
+        for op in network_ops(&renderer, &mut store, &mirror) {
+            store.record(op.receipt());
         }
-        (renderer, store, m)
+        (renderer, store, mirror)
     }
 
     fn topics(ops: &[Op]) -> Vec<&str> {
@@ -258,72 +267,73 @@ mod tests {
     #[test]
     fn a_state_change_keeps_discovery_and_wants_what_a_full_render_wants() {
         for mode in [DiscoveryMode::Device, DiscoveryMode::Component] {
-            let (renderer, mut store, mut m) = setup(mode);
+            let (renderer, mut store, mut mirror) = setup(mode);
             let changed = LAMP.replace("0.5", "0.7").replace("\"on\":true", "\"on\":false");
             let mut text = StateText::default();
-            let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(&changed));
+            let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut text, unit(&changed));
             assert!(topics(&ops).iter().all(|t| !t.starts_with("homeassistant/")), "{:?}", topics(&ops));
             assert!(topics(&ops).contains(&"casambi/home/unit/lamp"));
-            assert_eq!(m.stale_groups, [1]);
-            let ops = stale_group_ops(&renderer, &mut store, &mut m, &mut text);
+            assert_eq!(mirror.stale_groups, [1]);
+            let ops = stale_group_ops(&renderer, &mut store, &mut mirror, &mut text);
             assert_eq!(topics(&ops), ["casambi/home/group/hall"]);
-            assert!(m.stale_groups.is_empty());
+            assert!(mirror.stale_groups.is_empty());
             let owner = Owner::Unit("n1".into(), 1);
-            assert!(store.wants(&owner, &renderer.unit(&m, 1)));
-            assert!(store.wants(&Owner::Group("n1".into(), 1), &renderer.group(&m, 1)));
+            assert!(store.wants_exactly(&owner, &renderer.unit(&mirror, 1)));
+            assert!(store.wants_exactly(&Owner::Group("n1".into(), 1), &renderer.group(&mirror, 1)));
         }
     }
 
     #[test]
     fn a_group_is_rendered_once_for_its_member_changes_taken_in_together() {
-        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
+        let (renderer, mut store, mut mirror) = setup(DiscoveryMode::Device);
         let mut text = StateText::default();
         for level in ["0.6", "0.7", "0.8"] {
-            let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(&LAMP.replace("0.5", level)));
+            let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut text, unit(&LAMP.replace("0.5", level)));
             assert!(!topics(&ops).contains(&"casambi/home/group/hall"), "{:?}", topics(&ops));
         }
-        assert_eq!(m.stale_groups, [1], "one entry per group, however many member changes");
-        let ops = stale_group_ops(&renderer, &mut store, &mut m, &mut text);
+        assert_eq!(mirror.stale_groups, [1], "one entry per group, however many member changes");
+        let ops = stale_group_ops(&renderer, &mut store, &mut mirror, &mut text);
         assert_eq!(topics(&ops), ["casambi/home/group/hall"]);
         let Op::Publish { payload, .. } = &ops[0] else { panic!("{:?}", topics(&ops)) };
         let json: serde_json::Value = serde_json::from_str(payload).unwrap();
         assert_eq!(json["brightness"], 204, "the group's JSON after the last change: {payload}");
         // Nothing stale: nothing to render; a change that leaves every reading as it is marks
         // no group.
-        assert!(stale_group_ops(&renderer, &mut store, &mut m, &mut text).is_empty());
-        unit_ops(&renderer, &mut store, &mut m, &mut text, unit(&LAMP.replace("0.5", "0.8")));
-        assert!(m.stale_groups.is_empty());
+        assert!(stale_group_ops(&renderer, &mut store, &mut mirror, &mut text).is_empty());
+        unit_ops(&renderer, &mut store, &mut mirror, &mut text, unit(&LAMP.replace("0.5", "0.8")));
+        assert!(mirror.stale_groups.is_empty());
     }
 
     #[test]
     fn a_firmware_or_capability_change_renders_discovery_again() {
-        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
-        let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(&LAMP.replace("1.0", "2.0")));
+        let (renderer, mut store, mut mirror) = setup(DiscoveryMode::Device);
+        let ops =
+            unit_ops(&renderer, &mut store, &mut mirror, &mut StateText::default(), unit(&LAMP.replace("1.0", "2.0")));
         assert!(topics(&ops).iter().any(|t| t.starts_with("homeassistant/device/")), "{:?}", topics(&ops));
         let cct = LAMP.replace(r#"]}"#, r#",{"type":"CCT","value":3000,"min":2700,"max":6500}]}"#);
-        let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(&cct));
+        let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut StateText::default(), unit(&cct));
         assert!(topics(&ops).iter().any(|t| t.starts_with("homeassistant/device/")), "{:?}", topics(&ops));
-        assert!(store.wants(&Owner::Unit("n1".into(), 1), &renderer.unit(&m, 1)));
+        assert!(store.wants_exactly(&Owner::Unit("n1".into(), 1), &renderer.unit(&mirror, 1)));
     }
 
     #[test]
     fn an_attribute_that_becomes_unknown_loses_its_topic() {
-        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
+        let (renderer, mut store, mut mirror) = setup(DiscoveryMode::Device);
         let dark =
             r#"{"id":2,"name":"Sensor","address":"a2","type":"Sensor","online":true,"controls":[{"type":"Lux"}]}"#;
-        let ops = unit_ops(&renderer, &mut store, &mut m, &mut StateText::default(), unit(dark));
+        let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut StateText::default(), unit(dark));
         assert!(topics(&ops).iter().all(|t| !t.starts_with("homeassistant/")), "{:?}", topics(&ops));
         assert!(ops.contains(&Op::Clear { topic: "casambi/home/unit/sensor/illuminance".into() }), "{ops:?}");
-        assert!(store.wants(&Owner::Unit("n1".into(), 2), &renderer.unit(&m, 2)));
+        assert!(store.wants_exactly(&Owner::Unit("n1".into(), 2), &renderer.unit(&mirror, 2)));
     }
 
     #[test]
     fn a_device_config_that_loses_a_component_carries_the_published_text() {
-        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
+        let (renderer, mut store, mut mirror) = setup(DiscoveryMode::Device);
         let mut text = StateText::default();
         let with_presence = r#"{"id":2,"name":"Sensor","address":"a2","type":"Sensor","online":true,
             "controls":[{"type":"Lux","value":3},{"type":"Presence","status":"absent"}]}"#;
-        let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(with_presence));
+        let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut text, unit(with_presence));
         let config = |ops: &[Op]| {
             ops.iter()
                 .find_map(|op| match op {
@@ -336,46 +346,46 @@ mod tests {
         };
         let (two, _) = config(&ops);
         for op in &ops {
-            store.sent(op);
+            store.record(op.receipt());
         }
         let lux_only = r#"{"id":2,"name":"Sensor","address":"a2","type":"Sensor","online":true,
             "controls":[{"type":"Lux","value":3}]}"#;
-        let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(lux_only));
+        let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut text, unit(lux_only));
         let (one, previous) = config(&ops);
         assert_eq!(previous.as_deref(), Some(two.as_str()), "the published text with both components");
         assert!(crate::mqtt::discovery::removal_step(&two, &one).is_some());
         // That one was not sent (disconnected): back to both components, the broker already has
         // that config, so nothing is published for it.
-        let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, unit(with_presence));
+        let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut text, unit(with_presence));
         assert!(ops.iter().all(|op| !matches!(op, Op::Publish { topic, .. } if topic.starts_with("homeassistant/"))));
     }
 
     #[test]
     fn a_status_change_renders_what_depends_on_the_status_and_agrees_with_a_full_render() {
         use crate::bridge::state::Connection;
-        let (renderer, mut store, mut m) = setup(DiscoveryMode::Device);
+        let (renderer, mut store, mut mirror) = setup(DiscoveryMode::Device);
         let mut text = StateText::default();
-        let mut to = |m: &mut NetMirror, store: &mut Store, connection| {
-            let before = m.view.status.available();
-            m.view.status.connection = connection;
-            let ops = status_ops(&renderer, store, m, &mut text, before != m.view.status.available());
+        let mut to = |mirror: &mut NetMirror, store: &mut Store, connection| {
+            let before = mirror.view.status.available();
+            mirror.view.status.connection = connection;
+            let ops = status_ops(&renderer, store, mirror, &mut text, before != mirror.view.status.available());
             for op in &ops {
-                store.sent(op);
+                store.record(op.receipt());
             }
             // What the store wants is what a full render wants: nothing left to publish.
-            assert!(network_ops(&renderer, store, m).is_empty(), "{connection:?}");
+            assert!(network_ops(&renderer, store, mirror).is_empty(), "{connection:?}");
             topics(&ops).into_iter().map(str::to_string).collect::<Vec<_>>()
         };
         // Available: the network and every unit.
-        let t = to(&mut m, &mut store, Connection::Polling);
+        let t = to(&mut mirror, &mut store, Connection::Polling);
         for topic in ["casambi/home", "casambi/home/availability", "casambi/home/unit/lamp/availability"] {
             assert!(t.iter().any(|x| x == topic), "{topic} in {t:?}");
         }
         assert!(t.iter().all(|t| !t.starts_with("homeassistant/")), "{t:?}");
         // Live: still available; only the network JSON changes.
-        assert_eq!(to(&mut m, &mut store, Connection::Live), vec!["casambi/home"]);
+        assert_eq!(to(&mut mirror, &mut store, Connection::Live), vec!["casambi/home"]);
         // Down: unavailable again.
-        let t = to(&mut m, &mut store, Connection::Down);
+        let t = to(&mut mirror, &mut store, Connection::Down);
         assert!(t.iter().any(|x| x == "casambi/home/unit/sensor/availability"), "{t:?}");
     }
 
@@ -395,12 +405,12 @@ mod tests {
             view.apply_unit(UnitState::clone(&lamp_at(id, 0.5, true)), false);
         }
         let renderer = Renderer { layout: Layout::new("casambi"), discovery: None, attribute_topics: false };
-        let m = NetMirror::new(view, "home".into());
+        let mirror = NetMirror::new(view, "home".into());
         let mut store = Store::default();
-        for op in network_ops(&renderer, &mut store, &m) {
-            store.sent(&op);
+        for op in network_ops(&renderer, &mut store, &mirror) {
+            store.record(op.receipt());
         }
-        (renderer, store, m)
+        (renderer, store, mirror)
     }
 
     fn lamp_at(id: u32, level: f64, on: bool) -> Arc<UnitState> {
@@ -426,24 +436,57 @@ mod tests {
                 1..12,
             )
         ) {
-            let (renderer, mut store, mut m) = two_groups();
+            let (renderer, mut store, mut mirror) = two_groups();
             let mut text = StateText::default();
             for (id, level, on, kind, renamed) in changes {
                 let kind = ["Luminaire", "Sensor", "Driver"][kind];
                 let name = if renamed { format!("Lamp {id} renamed") } else { format!("Lamp {id}") };
-                let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_as(id, f64::from(level) / 4.0, on, kind, &name));
+                let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut text, lamp_as(id, f64::from(level) / 4.0, on, kind, &name));
                 for op in &ops {
-                    store.sent(op);
+                    store.record(op.receipt());
                 }
-                for op in stale_group_ops(&renderer, &mut store, &mut m, &mut text) {
-                    store.sent(&op);
+                for op in stale_group_ops(&renderer, &mut store, &mut mirror, &mut text) {
+                    store.record(op.receipt());
                 }
-                for g in m.view.groups.values() {
-                    let fresh = GroupJson::of(g, |u| m.view.units.get(&u).map(|u| member_reading(u, m.caps(u).is_light())));
+                for g in mirror.view.groups.values() {
+                    let fresh = GroupJson::of(g, |u| mirror.view.units.get(&u).map(|u| member_reading(u, mirror.caps(u).is_light())));
                     let (mut want, mut cached) = (Vec::new(), Vec::new());
                     fresh.write_json(&mut want);
-                    proptest::prop_assert!(m.group_cache.write_json(g, &mut cached), "group {} cached", g.id);
+                    proptest::prop_assert!(mirror.group_cache.write_json(g, &mut cached), "group {} cached", g.id);
                     proptest::prop_assert_eq!(String::from_utf8(cached).unwrap(), String::from_utf8(want).unwrap());
+                }
+            }
+        }
+
+        /// Whatever a unit's change touches (its level, its type and so its capabilities, its
+        /// firmware), every unit wants what a full render of the mirror gives: no input of its
+        /// discovery config goes unnoticed.
+        #[test]
+        fn every_change_leaves_the_full_render_wanted(
+            changes in proptest::collection::vec((1u32..=4, 0u8..=4, 0usize..3, 0usize..3), 1..10)
+        ) {
+            let (mut renderer, mut store, mut mirror) = two_groups();
+            renderer.discovery = Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 });
+            renderer.attribute_topics = true;
+            for op in network_ops(&renderer, &mut store, &mirror) {
+                store.record(op.receipt());
+            }
+            let mut text = StateText::default();
+            for (id, level, kind, firmware) in changes {
+                let (kind, firmware, level) = (["Luminaire", "Sensor", "Driver"][kind], ["1.0", "1.1", "2.0"][firmware], f64::from(level) / 4.0);
+                let changed = unit(&format!(
+                    r#"{{"id":{id},"name":"Lamp {id}","address":"a{id}","type":"{kind}","firmwareVersion":"{firmware}",
+                    "online":true,"on":true,"controls":[{{"type":"Dimmer","value":{level}}}]}}"#
+                ));
+                for op in unit_ops(&renderer, &mut store, &mut mirror, &mut text, changed) {
+                    store.record(op.receipt());
+                }
+                for op in stale_group_ops(&renderer, &mut store, &mut mirror, &mut text) {
+                    store.record(op.receipt());
+                }
+                for uid in mirror.view.units.keys() {
+                    let owner = Owner::Unit(mirror.key.clone(), *uid);
+                    proptest::prop_assert!(store.wants_exactly(&owner, &renderer.unit(&mirror, *uid)), "unit {}", uid);
                 }
             }
         }
@@ -458,27 +501,27 @@ mod tests {
                 1..8,
             )
         ) {
-            let (renderer, mut store, mut m) = two_groups();
+            let (renderer, mut store, mut mirror) = two_groups();
             let mut text = StateText::default();
             for batch in batches {
                 for (id, level, on) in batch {
-                    let ops = unit_ops(&renderer, &mut store, &mut m, &mut text, lamp_at(id, f64::from(level) / 4.0, on));
+                    let ops = unit_ops(&renderer, &mut store, &mut mirror, &mut text, lamp_at(id, f64::from(level) / 4.0, on));
                     proptest::prop_assert!(!topics(&ops).iter().any(|t| t.contains("/group/")), "{:?}", topics(&ops));
                     for op in &ops {
-                        store.sent(op);
+                        store.record(op.receipt());
                     }
                 }
-                let ops = stale_group_ops(&renderer, &mut store, &mut m, &mut text);
+                let ops = stale_group_ops(&renderer, &mut store, &mut mirror, &mut text);
                 let mut seen = topics(&ops);
                 seen.dedup();
                 proptest::prop_assert_eq!(seen.len(), ops.len(), "a group twice in one batch");
                 for op in &ops {
-                    store.sent(op);
+                    store.record(op.receipt());
                 }
-                proptest::prop_assert!(m.stale_groups.is_empty());
+                proptest::prop_assert!(mirror.stale_groups.is_empty());
                 for g in [1, 2] {
-                    for (topic, payload) in renderer.group(&m, g) {
-                        proptest::prop_assert!(store.published_is(&topic, &payload), "{topic} is not {payload}");
+                    for (topic, payload) in renderer.group(&mirror, g) {
+                        proptest::prop_assert!(store.has_published(&topic, &payload), "{topic} is not {payload}");
                     }
                 }
             }

@@ -20,7 +20,7 @@ use super::plan;
 use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
 use super::state_text::StateText;
-use super::store::{Op, Receipt, Store};
+use super::store::{Op, StaleCheck, Store};
 use super::topics;
 use crate::bridge::state::UnitEvent;
 use crate::bridge::update::Update;
@@ -90,15 +90,16 @@ pub(crate) struct Publisher {
     /// The scopes of loaded networks, for judging what a scan finds (`None`: to be worked out
     /// again, after the networks or their slugs changed).
     scopes: Option<HashSet<Scope>>,
+    /// The index the scan under way judges its topics with (dropped when the scan ends).
+    stale_check: Option<StaleCheck>,
     tuning: Tuning,
     birth_at: Option<Instant>,
     /// `bridge/error` payloads raised while disconnected, sent on the next connection.
     held_errors: VecDeque<Value>,
     /// Since when the bridge's info is out of date. It lists every network, so it is rendered
-    /// once the updates waiting are all taken in, not after each: a start-up of 100 networks
-    /// rendered it 200 times, each longer than the last (~1.5 MB of payloads, many of them
-    /// queued at once). Under a load that never lets the queue empty, at most
-    /// [`BRIDGE_INFO_DELAY`] late.
+    /// once the updates waiting are all taken in, not after each: rendered after each, a
+    /// start-up of many networks would render it twice per network, each longer than the last.
+    /// Under a load that never lets the queue empty, at most [`BRIDGE_INFO_DELAY`] late.
     bridge_stale: Option<Instant>,
     /// Since when some network has stale groups ([`NetMirror::stale_groups`]). They are rendered
     /// once the updates waiting are all taken in: a scene moving 250 units of 25 groups renders
@@ -129,6 +130,7 @@ impl Publisher {
             commands,
             sweeper: gc::Sweeper::new(config_scan, filters, tuning.scan_delay, tuning.scan),
             scopes: None,
+            stale_check: None,
             tuning,
             birth_at: None,
             held_errors: VecDeque::new(),
@@ -162,15 +164,15 @@ impl Publisher {
                 ev = events.recv() => match ev {
                     Some(ClientEvent::Connected) => self.on_connected().await,
                     Some(ClientEvent::Disconnected) => self.connected = false,
-                    Some(ClientEvent::Message(m)) => self.on_message(m).await,
+                    Some(ClientEvent::Message(msg)) => self.on_message(msg).await,
                     None => {
                         tracing::error!("the MQTT event loop stopped unexpectedly");
                         break;
                     }
                 },
                 s = self.sweeper.next() => match s {
-                    gc::Scanned::Found(m) => self.judge_scanned(m).await,
-                    gc::Scanned::Done => self.store.forget_index(),
+                    gc::Scanned::Found(msg) => self.judge_scanned(msg).await,
+                    gc::Scanned::Done => self.stale_check = None,
                 },
                 () = std::future::ready(()), if due(self.groups_stale, &updates, GROUP_DELAY) => self.render_groups().await,
                 () = std::future::ready(()), if due(self.bridge_stale, &updates, BRIDGE_INFO_DELAY) => self.render_bridge().await,
@@ -205,9 +207,9 @@ impl Publisher {
         let networks: Vec<Value> = self
             .nets
             .values()
-            .map(|m| {
-                json!({"id": m.view.status.id, "name": m.view.status.name, "slug": m.slug,
-                       "connection": m.view.status.connection.as_str()})
+            .map(|mirror| {
+                json!({"id": mirror.view.status.id, "name": mirror.view.status.name, "slug": mirror.slug,
+                       "connection": mirror.view.status.connection.as_str()})
             })
             .collect();
         json!({
@@ -229,10 +231,10 @@ impl Publisher {
         // The bridge's subscriptions are QoS 0 whatever `mqtt.qos` says. Its sessions are clean,
         // so a higher QoS would keep nothing across a reconnection, and every delivery would
         // cost an acknowledgement: a packet the broker never answers, behind which Nagle's
-        // algorithm (on at QoS 1, `MqttSettings::nodelay`) held the command's new state ~40 ms
-        // (the broker's delayed acknowledgement). Commands keep their retain flag (MQTT 5),
-        // so one published retained is ignored at once, not only when it is replayed on the
-        // next connection.
+        // algorithm (on at QoS 1, `MqttSettings::nodelay`) holds the command's new state for a
+        // delayed acknowledgement's time. Commands keep their retain flag (MQTT 5), so one
+        // published retained is ignored at once, not only when it is replayed on the next
+        // connection.
         if self.client.subscribe_with(&self.renderer.layout.command_filters(), 0, true).await.is_err() {
             tracing::warn!("could not subscribe to the command topics");
         }
@@ -264,8 +266,8 @@ impl Publisher {
         for id in ids {
             let Some(owners) = self.nets.get(&id).map(NetMirror::owners) else { continue };
             for chunk in owners.chunks(OWNERS_PER_SEND) {
-                let Some(m) = self.nets.get(&id) else { break };
-                let topics = chunk.iter().flat_map(|o| self.renderer.owner(m, o)).collect();
+                let Some(mirror) = self.nets.get(&id) else { break };
+                let topics = chunk.iter().flat_map(|o| self.renderer.owner(mirror, o)).collect();
                 self.send(publications(topics), Batch::Snapshot).await;
             }
         }
@@ -291,11 +293,11 @@ impl Publisher {
         self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
     }
 
-    async fn on_message(&mut self, m: Message) {
-        if self.config.homeassistant.enabled && m.topic == self.config.homeassistant.status_topic {
+    async fn on_message(&mut self, msg: Message) {
+        if self.config.homeassistant.enabled && msg.topic == self.config.homeassistant.status_topic {
             // A retained birth arrives with every subscription; the connection's own resync
             // already covers it.
-            if m.payload == b"online" && !m.retain {
+            if msg.payload == b"online" && !msg.retain {
                 let (lo, hi) =
                     (self.tuning.birth_delay_min, self.tuning.birth_delay_max.max(self.tuning.birth_delay_min));
                 let delay = rand::rng().random_range(lo..=hi);
@@ -304,7 +306,7 @@ impl Publisher {
             }
             return;
         }
-        match intake::classify(&self.renderer.layout, &m) {
+        match intake::classify(&self.renderer.layout, &msg) {
             Intake::Forward(message) => match intake::resolve(&self.renderer.layout, &self.nets, &message.topic) {
                 Some((network, target)) => {
                     let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
@@ -312,14 +314,14 @@ impl Publisher {
                         Err(mpsc::error::TrySendError::Full(_)) => "too many commands waiting; command dropped",
                         Err(mpsc::error::TrySendError::Closed(_)) => "the bridge is stopping; command dropped",
                     };
-                    self.refuse(&m.topic, reason).await;
+                    self.refuse(&msg.topic, reason).await;
                 }
-                None => self.refuse(&m.topic, "no network, unit, group or scene has this command topic").await,
+                None => self.refuse(&msg.topic, "no network, unit, group or scene has this command topic").await,
             },
             Intake::Retained => {
-                tracing::warn!(topic = %m.topic, "ignoring a retained command (a replay); clearing it from the broker");
+                tracing::warn!(topic = %msg.topic, "ignoring a retained command (a replay); clearing it from the broker");
                 if self.connected {
-                    let _ = self.client.publish(m.topic.as_str(), "", true).await;
+                    let _ = self.client.publish(msg.topic.as_str(), "", true).await;
                 }
             }
             Intake::Empty | Intake::NotCommand => {}
@@ -332,48 +334,50 @@ impl Publisher {
                 let id = view.status.id.clone();
                 let first = !self.nets.contains_key(&id);
                 let view = std::sync::Arc::unwrap_or_clone(view);
-                let slug = self.nets.get(&id).map(|m| m.slug.clone()).unwrap_or_default();
+                let slug = self.nets.get(&id).map(|mirror| mirror.slug.clone()).unwrap_or_default();
                 // The discovery configs this network had, for HA's removal steps (the store
                 // keeps no payloads).
-                let old = self.nets.get(&id).map(|m| self.device_configs(m)).unwrap_or_default();
+                let old = self.nets.get(&id).map(|mirror| self.device_configs(mirror)).unwrap_or_default();
                 self.nets.insert(id.clone(), NetMirror::new(view, slug));
                 self.reslug_networks(Some(&id), &old).await;
-                if first && let Some(m) = self.nets.get(&id) {
-                    self.sweeper.loaded(&discovery::key(&id), &m.slug);
+                if first && let Some(mirror) = self.nets.get(&id) {
+                    self.sweeper.loaded(&discovery::key(&id), &mirror.slug);
                 }
             }
             Update::Status { network, status } => {
-                let Some(m) = self.nets.get_mut(&*network) else {
+                let Some(mirror) = self.nets.get_mut(&*network) else {
                     tracing::debug!(%network, "status of an unknown network");
                     return;
                 };
-                let renamed = m.view.status.name != status.name;
-                let availability_changed = m.view.status.available() != status.available();
-                m.view.status = *status;
+                let renamed = mirror.view.status.name != status.name;
+                let availability_changed = mirror.view.status.available() != status.available();
+                mirror.view.status = *status;
                 if renamed {
                     self.reslug_networks(Some(&network), &[]).await;
                 } else {
                     let ops =
-                        plan::status_ops(&self.renderer, &mut self.store, m, &mut self.text, availability_changed);
+                        plan::status_ops(&self.renderer, &mut self.store, mirror, &mut self.text, availability_changed);
                     self.send(ops, Batch::Change).await;
                     self.bridge_stale.get_or_insert_with(Instant::now);
                 }
             }
             Update::Unit { network, unit } => {
-                let Some(m) = self.nets.get_mut(&*network) else {
+                let Some(mirror) = self.nets.get_mut(&*network) else {
                     tracing::debug!(%network, unit = unit.id, "unit of an unknown network");
                     return;
                 };
-                let ops = plan::unit_ops(&self.renderer, &mut self.store, m, &mut self.text, unit);
-                if !m.stale_groups.is_empty() {
+                let ops = plan::unit_ops(&self.renderer, &mut self.store, mirror, &mut self.text, unit);
+                if !mirror.stale_groups.is_empty() {
                     self.groups_stale.get_or_insert_with(Instant::now);
                 }
                 self.send(ops, Batch::Change).await;
             }
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
             Update::Problem { network, message } => {
-                let topic =
-                    network.as_deref().and_then(|n| self.nets.get(n)).map(|m| self.renderer.layout.network(&m.slug));
+                let topic = network
+                    .as_deref()
+                    .and_then(|n| self.nets.get(n))
+                    .map(|mirror| self.renderer.layout.network(&mirror.slug));
                 let payload = json!({
                     "topic": topic,
                     "network": network.as_deref(),
@@ -400,15 +404,15 @@ impl Publisher {
     async fn reslug_networks(&mut self, force: Option<&str>, previous: &[(String, String)]) {
         self.scopes = None;
         let slugs = topics::assign(
-            self.nets.values().map(|m| (m.view.status.id.clone(), m.view.status.name.clone())),
+            self.nets.values().map(|mirror| (mirror.view.status.id.clone(), mirror.view.status.name.clone())),
             &["bridge"],
         );
         let mut changed = Vec::new();
         for (id, slug) in slugs {
-            if let Some(m) = self.nets.get_mut(&id)
-                && (m.slug != slug || force == Some(id.as_str()))
+            if let Some(mirror) = self.nets.get_mut(&id)
+                && (mirror.slug != slug || force == Some(id.as_str()))
             {
-                m.slug = slug;
+                mirror.slug = slug;
                 changed.push(id);
             }
         }
@@ -424,8 +428,8 @@ impl Publisher {
             return;
         }
         let mut ops = Vec::new();
-        for m in self.nets.values_mut().filter(|m| !m.stale_groups.is_empty()) {
-            ops.extend(plan::stale_group_ops(&self.renderer, &mut self.store, m, &mut self.text));
+        for mirror in self.nets.values_mut().filter(|mirror| !mirror.stale_groups.is_empty()) {
+            ops.extend(plan::stale_group_ops(&self.renderer, &mut self.store, mirror, &mut self.text));
         }
         self.send(ops, Batch::Change).await;
     }
@@ -443,8 +447,8 @@ impl Publisher {
     async fn render_network(&mut self, network: &str, previous: &[(String, String)]) {
         let Some(owners) = self.nets.get(network).map(NetMirror::owners) else { return };
         for chunk in owners.chunks(OWNERS_PER_SEND) {
-            let Some(m) = self.nets.get(network) else { return };
-            let mut ops = plan::owner_ops(&self.renderer, &mut self.store, m, chunk);
+            let Some(mirror) = self.nets.get(network) else { return };
+            let mut ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, chunk);
             plan::attach_previous(&self.store, &mut ops, previous);
             self.send(ops, Batch::Snapshot).await;
         }
@@ -452,12 +456,12 @@ impl Publisher {
         self.send(gone, Batch::Snapshot).await;
     }
 
-    /// The device discovery configs of `m`'s network and units (empty unless discovery is per
+    /// The device discovery configs of `mirror`'s network and units (empty unless discovery is per
     /// device); groups and scenes are components of the network's device.
-    fn device_configs(&self, m: &NetMirror) -> Topics {
+    fn device_configs(&self, mirror: &NetMirror) -> Topics {
         let Some(prefix) = self.device_prefix() else { return Vec::new() };
-        let units = m.view.units.keys().flat_map(|id| self.renderer.unit_discovery(m, *id));
-        self.renderer.network(m).into_iter().chain(units).filter(|(t, _)| t.starts_with(prefix.as_str())).collect()
+        let units = mirror.view.units.keys().flat_map(|id| self.renderer.unit_discovery(mirror, *id));
+        self.renderer.network(mirror).into_iter().chain(units).filter(|(t, _)| t.starts_with(prefix.as_str())).collect()
     }
 
     /// `<discovery prefix>/device/`, when discovery is on and per device.
@@ -470,8 +474,10 @@ impl Publisher {
     }
 
     async fn publish_event(&mut self, network: &str, unit: u32, event: UnitEvent, at: DateTime<Utc>) {
-        let Some(slug) =
-            self.nets.get(network).and_then(|m| m.unit_slugs.get(&unit).map(|s| (m.slug.clone(), s.to_string())))
+        let Some(slug) = self
+            .nets
+            .get(network)
+            .and_then(|mirror| mirror.unit_slugs.get(&unit).map(|s| (mirror.slug.clone(), s.to_string())))
         else {
             tracing::debug!(%network, unit, "event of an unknown unit");
             return;
@@ -512,7 +518,7 @@ impl Publisher {
         for op in ops {
             // The op's strings move into the client; the store keeps the topic's fingerprint and
             // the payload's print.
-            let receipt = Receipt::of(&op);
+            let receipt = op.receipt();
             let sent = match op {
                 Op::Publish { topic, payload, previous, .. } => {
                     // HA needs a device config with a removed component cut down to its
@@ -538,25 +544,26 @@ impl Publisher {
     /// Judges a retained message a scan found: it is cleared when its network has loaded and
     /// nothing wants it; a message of a network that has not loaded is let go (its scope noted,
     /// so that the network is scanned again once it loads).
-    async fn judge_scanned(&mut self, m: Message) {
+    async fn judge_scanned(&mut self, msg: Message) {
         let prefix = self.config.homeassistant.enabled.then_some(self.config.homeassistant.discovery_prefix.as_str());
-        let Some(scope) = gc::scope_of(&m, &self.renderer.layout, prefix) else { return };
+        let Some(scope) = gc::scope_of(&msg, &self.renderer.layout, prefix) else { return };
         let decidable =
             scope == Scope::Bridge || self.scopes.get_or_insert_with(|| gc::loaded_scopes(&self.nets)).contains(&scope);
         if !decidable {
             self.sweeper.undecided(scope);
             return;
         }
-        if self.store.is_desired(&m.topic) || self.store.is_published(&m.topic) {
+        let check = self.stale_check.get_or_insert_with(StaleCheck::default);
+        if !self.store.is_stale(check, &msg.topic) {
             return;
         }
         if !self.connected {
             self.sweeper.retry();
             return;
         }
-        tracing::debug!(topic = %m.topic, "clearing stale retained topic");
+        tracing::debug!(topic = %msg.topic, "clearing stale retained topic");
         let qos = self.qos_of(Batch::Snapshot);
-        if self.client.publish_at(m.topic, "", true, qos).await.is_ok() {
+        if self.client.publish_at(msg.topic, "", true, qos).await.is_ok() {
             self.sweeper.cleared();
         }
     }

@@ -9,7 +9,7 @@
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
 use super::group_cache::GroupCache;
-use super::state_text::{AVAILABILITY, Leaf, StateText, level_at};
+use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::{GroupInfo, NetworkView};
@@ -64,7 +64,7 @@ pub struct NetMirror {
 impl NetMirror {
     /// A mirror of `view` known by `slug`.
     pub fn new(view: NetworkView, slug: String) -> NetMirror {
-        let mut m = NetMirror {
+        let mut mirror = NetMirror {
             key: Arc::from(view.status.id.as_str()),
             view,
             slug,
@@ -74,9 +74,9 @@ impl NetMirror {
             stale_groups: Vec::new(),
             group_cache: GroupCache::default(),
         };
-        m.reslug();
-        m.recache_groups();
-        m
+        mirror.reslug();
+        mirror.recache_groups();
+        mirror
     }
 
     /// Makes the group cache again from the view (a new unit, or one whose identity changed).
@@ -114,7 +114,7 @@ impl NetMirror {
         Caps::light_of(unit, || self.fixture_of(unit))
     }
 
-    fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {
+    pub(crate) fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {
         unit.fixture_id.and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f)
     }
 
@@ -165,11 +165,53 @@ pub fn network_object_id(network_id: &str) -> String {
 /// The object id of a unit device: network id + unit address (stable across renames and
 /// re-adds), or the unit id when the address is unknown.
 pub fn unit_object_id(network_id: &str, unit: &UnitState) -> String {
-    let unit_key = match unit.address.as_deref().filter(|a| !a.is_empty()) {
+    object_id_of(network_id, unit.address.as_deref(), unit.id)
+}
+
+/// [`unit_object_id`] of the unit with `address` and `id`.
+fn object_id_of(network_id: &str, address: Option<&str>, id: u32) -> String {
+    let unit_key = match address.filter(|a| !a.is_empty()) {
         Some(a) => discovery::key(a),
-        None => format!("u{}", unit.id),
+        None => format!("u{id}"),
     };
     format!("{}_{unit_key}", network_object_id(network_id))
+}
+
+/// What a unit's discovery config reads of the unit and its fixture: [`Renderer::unit_discovery`]
+/// reads them through this alone. The rest it reads (the layout, the slugs, the network's id)
+/// changes only with a new rendering of the whole network. So two equal inputs render the same
+/// config, and [`super::plan::unit_ops`] compares them to know whether the config must be
+/// rendered again: a field the config comes to read is added here, and compared with the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiscoveryInputs<'mirror> {
+    id: u32,
+    name: Option<&'mirror str>,
+    address: Option<&'mirror str>,
+    firmware: Option<&'mirror str>,
+    vendor: Option<&'mirror str>,
+    model: Option<&'mirror str>,
+    caps: Caps,
+}
+
+impl<'mirror> DiscoveryInputs<'mirror> {
+    /// The inputs of `unit`, a unit of `mirror`'s network (in its view or about to be).
+    pub fn of(mirror: &'mirror NetMirror, unit: &'mirror UnitState) -> DiscoveryInputs<'mirror> {
+        let fixture = mirror.fixture_of(unit);
+        DiscoveryInputs {
+            id: unit.id,
+            name: unit.name.as_deref(),
+            address: unit.address.as_deref(),
+            firmware: unit.firmware_version.as_deref(),
+            vendor: fixture.and_then(|f| f.vendor.as_deref()),
+            model: fixture.and_then(|f| f.model.as_deref()),
+            caps: Caps::of(unit, fixture),
+        }
+    }
+
+    /// The unit's capabilities ([`NetMirror::caps`]).
+    pub fn caps(&self) -> Caps {
+        self.caps
+    }
 }
 
 /// A name for an entity of a network device that HA will not strip: a name starting with the
@@ -223,11 +265,14 @@ impl Renderer {
 
     /// How many entities Home Assistant lists for a network: the components discovery publishes
     /// for its device and its units' devices.
-    pub fn network_entity_count(&self, m: &NetMirror) -> usize {
-        let units = m.view.units.iter().filter_map(|(id, unit)| {
-            m.unit_slugs.get(id).map(|slug| self.unit_device(m, unit, slug, &m.caps(unit)).components.len())
+    pub fn network_entity_count(&self, mirror: &NetMirror) -> usize {
+        let units = mirror.view.units.iter().filter_map(|(id, unit)| {
+            mirror
+                .unit_slugs
+                .get(id)
+                .map(|slug| self.unit_device(mirror, &DiscoveryInputs::of(mirror, unit), slug).components.len())
         });
-        self.network_device(m).components.len() + units.sum::<usize>()
+        self.network_device(mirror).components.len() + units.sum::<usize>()
     }
 
     /// The bridge's own device: its connectivity and its version.
@@ -267,21 +312,21 @@ impl Renderer {
     }
 
     /// A network's topics: its device, its JSON and its availability.
-    pub fn network(&self, m: &NetMirror) -> Topics {
+    pub fn network(&self, mirror: &NetMirror) -> Topics {
         let l = &self.layout;
-        let (v, net) = (&m.view, m.slug.as_str());
+        let (v, net) = (&mirror.view, mirror.slug.as_str());
         let mut out = Vec::new();
-        self.push_discovery(&mut out, &self.network_device(m));
+        self.push_discovery(&mut out, &self.network_device(mirror));
         out.push((l.network(net), network_json(&v.status, &v.scenes).to_string()));
         out.push((l.network_availability(net), if v.status.available() { "online" } else { "offline" }.into()));
         out
     }
 
     /// A network's device: dim level, cloud connection, a switch per scene, a light per group.
-    fn network_device(&self, m: &NetMirror) -> Device {
+    fn network_device(&self, mirror: &NetMirror) -> Device {
         let l = &self.layout;
-        let v = &m.view;
-        let net = m.slug.as_str();
+        let v = &mirror.view;
+        let net = mirror.slug.as_str();
         let oid = network_object_id(&v.status.id);
         let avail = vec![l.bridge_state(), l.network_availability(net)];
         let mut components = vec![
@@ -301,7 +346,7 @@ impl Renderer {
             ),
         ];
         for (id, s) in &v.scenes {
-            let Some(slug) = m.scene_slugs.get(id) else { continue };
+            let Some(slug) = mirror.scene_slugs.get(id) else { continue };
             components.push(switch::scene(
                 format!("scene_{id}"),
                 format!("{oid}_scene_{id}"),
@@ -312,8 +357,8 @@ impl Renderer {
             ));
         }
         for (id, g) in &v.groups {
-            let Some(slug) = m.group_slugs.get(id) else { continue };
-            let dimmable = g.units.iter().filter_map(|u| v.units.get(u)).any(|u| m.caps(u).dimmer);
+            let Some(slug) = mirror.group_slugs.get(id) else { continue };
+            let dimmable = g.units.iter().filter_map(|u| v.units.get(u)).any(|u| mirror.caps(u).dimmer);
             components.push(light::group(
                 format!("group_{id}"),
                 format!("{oid}_group_{id}"),
@@ -337,27 +382,27 @@ impl Renderer {
         }
     }
 
-    /// The unit JSON of a unit of `m` (all keys present).
-    pub fn unit_state(&self, m: &NetMirror, unit: &UnitState) -> Map<String, Value> {
-        unit_json(unit, &m.caps(unit))
+    /// The unit JSON of a unit of `mirror` (all keys present).
+    pub fn unit_state(&self, mirror: &NetMirror, unit: &UnitState) -> Map<String, Value> {
+        unit_json(unit, &mirror.caps(unit))
     }
 
     /// A unit's topics: its device and entities, its JSON, its attribute topics, its availability.
-    pub fn unit(&self, m: &NetMirror, id: u32) -> Topics {
-        let mut out = self.unit_discovery(m, id);
-        out.extend(self.unit_state_topics(m, id));
+    pub fn unit(&self, mirror: &NetMirror, id: u32) -> Topics {
+        let mut out = self.unit_discovery(mirror, id);
+        out.extend(self.unit_state_topics(mirror, id));
         out
     }
 
     /// The discovery part of [`Renderer::unit`]: what depends on the unit's identity (name,
     /// address, fixture, firmware), its capabilities and the slugs, never on its state.
-    pub fn unit_discovery(&self, m: &NetMirror, id: u32) -> Topics {
-        let (Some(unit), Some(slug)) = (m.view.units.get(&id), m.unit_slugs.get(&id)) else {
+    pub fn unit_discovery(&self, mirror: &NetMirror, id: u32) -> Topics {
+        let (Some(unit), Some(slug)) = (mirror.view.units.get(&id), mirror.unit_slugs.get(&id)) else {
             return Vec::new();
         };
         let mut out = Vec::new();
         if self.discovery.is_some() {
-            let device = self.unit_device(m, unit, slug, &m.caps(unit));
+            let device = self.unit_device(mirror, &DiscoveryInputs::of(mirror, unit), slug);
             self.push_discovery(&mut out, &device);
         }
         out
@@ -365,11 +410,11 @@ impl Renderer {
 
     /// The state part of [`Renderer::unit`]: the unit JSON, the attribute topics and the
     /// availability, all at or below the unit's state topic ([`Layout::unit`]).
-    pub fn unit_state_topics(&self, m: &NetMirror, id: u32) -> Topics {
+    pub fn unit_state_topics(&self, mirror: &NetMirror, id: u32) -> Topics {
         let mut text = StateText::default();
-        let Some(caps) = m.view.units.get(&id).map(|u| m.caps(u)) else { return Vec::new() };
-        match self.unit_state_text(m, id, &caps, &mut text) {
-            Some(slug) => text.topics(&self.layout.unit(&m.slug, slug)),
+        let Some(caps) = mirror.view.units.get(&id).map(|u| mirror.caps(u)) else { return Vec::new() };
+        match self.unit_state_text(mirror, id, &caps, &mut text) {
+            Some(slug) => text.topics(&self.layout.unit(&mirror.slug, slug)),
             None => Vec::new(),
         }
     }
@@ -377,21 +422,28 @@ impl Renderer {
     /// Writes the payloads of [`Renderer::unit_state_topics`] into `text` (cleared first) and
     /// returns the unit's slug; `None` (and nothing written) for a unit the mirror lacks. `caps`
     /// are the unit's capabilities ([`NetMirror::caps`]): a changed unit's caller has them already.
-    pub fn unit_state_text<'m>(&self, m: &'m NetMirror, id: u32, caps: &Caps, text: &mut StateText) -> Option<&'m str> {
+    pub fn unit_state_text<'mirror>(
+        &self,
+        mirror: &'mirror NetMirror,
+        id: u32,
+        caps: &Caps,
+        text: &mut StateText,
+    ) -> Option<&'mirror str> {
         text.clear();
-        let (unit, slug) = (m.view.units.get(&id)?, m.unit_slugs.get(&id)?);
+        let (unit, slug) = (mirror.view.units.get(&id)?, mirror.unit_slugs.get(&id)?);
         let json = UnitJson::of(unit, caps);
         // The JSON first, then the plain values: JSON consumers (HA) see a change earliest.
         json.write_parts(text, self.attribute_topics);
-        let online = unit.online == Some(true) && m.view.status.available();
-        text.push(Leaf::Below(level_at(AVAILABILITY)), if online { "online" } else { "offline" });
+        let online = unit.online == Some(true) && mirror.view.status.available();
+        text.push(Leaf::Below(AVAILABILITY), if online { "online" } else { "offline" });
         Some(slug)
     }
 
-    fn unit_device(&self, m: &NetMirror, unit: &UnitState, slug: &str, caps: &Caps) -> Device {
+    fn unit_device(&self, mirror: &NetMirror, unit: &DiscoveryInputs<'_>, slug: &str) -> Device {
+        let caps = &unit.caps;
         let l = &self.layout;
-        let net = m.slug.as_str();
-        let oid = unit_object_id(&m.view.status.id, unit);
+        let net = mirror.slug.as_str();
+        let oid = object_id_of(&mirror.view.status.id, unit.address, unit.id);
         let state_topic = l.unit(net, slug);
         let entities = usize::from(caps.is_light())
             + usize::from(caps.presence)
@@ -442,28 +494,24 @@ impl Renderer {
                 types,
             ));
         }
-        let fixture = unit.fixture_id.and_then(|f| m.view.fixtures.get(&f));
         let mut dev = Map::new();
         dev.insert("identifiers".into(), json!([oid]));
         dev.insert(
             "name".into(),
             json!(
-                unit.name
-                    .as_deref()
-                    .filter(|n| !n.trim().is_empty())
-                    .map_or_else(|| format!("Unit {}", unit.id), str::to_string)
+                unit.name.filter(|n| !n.trim().is_empty()).map_or_else(|| format!("Unit {}", unit.id), str::to_string)
             ),
         );
-        if let Some(vendor) = fixture.and_then(|f| f.vendor.as_deref()) {
+        if let Some(vendor) = unit.vendor {
             dev.insert("manufacturer".into(), json!(vendor));
         }
-        if let Some(model) = fixture.and_then(|f| f.model.as_deref()) {
+        if let Some(model) = unit.model {
             dev.insert("model".into(), json!(model));
         }
-        if let Some(fw) = unit.firmware_version.as_deref() {
+        if let Some(fw) = unit.firmware {
             dev.insert("sw_version".into(), json!(fw));
         }
-        dev.insert("via_device".into(), json!(network_object_id(&m.view.status.id)));
+        dev.insert("via_device".into(), json!(network_object_id(&mirror.view.status.id)));
         Device {
             object_id: oid,
             device: Value::Object(dev),
@@ -473,26 +521,31 @@ impl Renderer {
     }
 
     /// A group's JSON topic.
-    pub fn group(&self, m: &NetMirror, id: u32) -> Topics {
+    pub fn group(&self, mirror: &NetMirror, id: u32) -> Topics {
         let mut text = StateText::default();
-        match self.group_text(m, id, &mut text) {
-            Some(slug) => text.topics(&self.layout.group(&m.slug, slug)),
+        match self.group_text(mirror, id, &mut text) {
+            Some(slug) => text.topics(&self.layout.group(&mirror.slug, slug)),
             None => Vec::new(),
         }
     }
 
     /// Writes the group JSON into `text` (cleared first) and returns the group's slug; `None`
     /// for a group the mirror lacks.
-    pub fn group_text<'m>(&self, m: &'m NetMirror, id: u32, text: &mut StateText) -> Option<&'m str> {
+    pub fn group_text<'mirror>(
+        &self,
+        mirror: &'mirror NetMirror,
+        id: u32,
+        text: &mut StateText,
+    ) -> Option<&'mirror str> {
         text.clear();
-        let (g, slug) = (m.view.groups.get(&id)?, m.group_slugs.get(&id)?);
-        if !m.group_cache.write_json(g, text.buf()) {
-            m.group_json(g).write_json(text.buf());
+        let (g, slug) = (mirror.view.groups.get(&id)?, mirror.group_slugs.get(&id)?);
+        if !mirror.group_cache.write_json(g, text.buf()) {
+            mirror.group_json(g).write_json(text.buf());
         }
         #[cfg(debug_assertions)]
         {
             let mut fresh = Vec::new();
-            m.group_json(g).write_json(&mut fresh);
+            mirror.group_json(g).write_json(&mut fresh);
             debug_assert_eq!(String::from_utf8_lossy(text.buf()), String::from_utf8_lossy(&fresh), "group {id}");
         }
         text.end_part(Leaf::State);
@@ -500,20 +553,20 @@ impl Renderer {
     }
 
     /// A scene's `ON`/`OFF` topic.
-    pub fn scene(&self, m: &NetMirror, id: u32) -> Topics {
-        let Some(slug) = m.scene_slugs.get(&id) else { return Vec::new() };
-        let on = m.view.status.active_scenes.contains(&id);
-        vec![(self.layout.scene(&m.slug, slug), if on { "ON" } else { "OFF" }.into())]
+    pub fn scene(&self, mirror: &NetMirror, id: u32) -> Topics {
+        let Some(slug) = mirror.scene_slugs.get(&id) else { return Vec::new() };
+        let on = mirror.view.status.active_scenes.contains(&id);
+        vec![(self.layout.scene(&mirror.slug, slug), if on { "ON" } else { "OFF" }.into())]
     }
 
-    /// The topics of any owner of `m`.
-    pub fn owner(&self, m: &NetMirror, owner: &Owner) -> Topics {
+    /// The topics of any owner of `mirror`.
+    pub fn owner(&self, mirror: &NetMirror, owner: &Owner) -> Topics {
         match owner {
             Owner::Bridge => Vec::new(),
-            Owner::Network(_) => self.network(m),
-            Owner::Unit(_, id) => self.unit(m, *id),
-            Owner::Group(_, id) => self.group(m, *id),
-            Owner::Scene(_, id) => self.scene(m, *id),
+            Owner::Network(_) => self.network(mirror),
+            Owner::Unit(_, id) => self.unit(mirror, *id),
+            Owner::Group(_, id) => self.group(mirror, *id),
+            Owner::Scene(_, id) => self.scene(mirror, *id),
         }
     }
 }

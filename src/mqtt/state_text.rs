@@ -5,8 +5,9 @@
 //! long as the publisher, and naming each part by its leaf instead of by a full topic string,
 //! lets [`super::store::Store::update_state`] compare them with what is wanted without building
 //! a single topic or payload string; only the few parts that changed are copied out.
-
-use super::unit_json::UNIT_KEYS;
+//!
+//! A leaf below the state topic is named by a `&'static str` of a static table (the unit JSON's
+//! [`super::unit_json::UNIT_KEYS`], [`AVAILABILITY`]): the store recognises those by address.
 
 /// Which topic a part is for, relative to the owner's state topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,54 +87,10 @@ impl StateText {
     }
 }
 
-/// How many levels [`level_index`] numbers.
-pub const LEVEL_COUNT: usize = UNIT_KEYS.len() + 1;
-
-/// The levels below a state topic that the bridge publishes: the unit JSON's keys and
-/// `availability`. A `static`, so that every name handed out by [`level_at`] is the same string at
-/// the same address, which [`is_level`] compares first.
-static LEVELS: [&str; LEVEL_COUNT] = {
-    let mut all = [""; LEVEL_COUNT];
-    let mut i = 0;
-    while i < UNIT_KEYS.len() {
-        all[i] = UNIT_KEYS[i];
-        i += 1;
-    }
-    all[i] = "availability";
-    all
-};
-
-/// The number of a level below a state topic that the bridge publishes (a byte instead of a
-/// name: the store keeps one per attribute topic, 320,000 of them on a big site).
-pub fn level_index(level: &str) -> Option<u8> {
-    LEVELS.iter().position(|k| *k == level).and_then(|i| u8::try_from(i).ok())
-}
-
-/// The level numbered `index` by [`level_index`].
-pub fn level_at(index: u8) -> &'static str {
-    LEVELS.get(usize::from(index)).copied().unwrap_or_default()
-}
-
-/// The level of the availability topic below a unit's state topic.
-pub const AVAILABILITY: u8 = UNIT_KEYS.len() as u8;
-
-/// Whether `name` is the name of the level numbered `index`. The leaves the bridge renders take
-/// their names from [`level_at`], so the same address answers without comparing bytes (a changed
-/// unit compares fifteen of them); any other name is compared byte by byte.
-pub fn is_level(index: u8, name: &str) -> bool {
-    let level = level_at(index);
-    std::ptr::eq(level, name) || level == name
-}
-
-/// Whether `topic` is the topic of `leaf` below `state_topic`.
-pub fn is_leaf_of(topic: &str, state_topic: &str, leaf: Leaf) -> bool {
-    match leaf {
-        Leaf::State => topic == state_topic,
-        Leaf::Below(key) => {
-            topic.strip_prefix(state_topic).and_then(|rest| rest.strip_prefix('/')).is_some_and(|rest| rest == key)
-        }
-    }
-}
+/// The leaf of a unit's availability below its state topic. A `static`, so that every leaf
+/// named by it is one string at one address (the store compares a leaf's address before its
+/// bytes).
+pub static AVAILABILITY: &str = "availability";
 
 #[cfg(test)]
 mod tests {
@@ -159,14 +116,5 @@ mod tests {
         s.clear();
         assert!(s.is_empty());
         assert_eq!(s.parts().count(), 0);
-    }
-
-    #[test]
-    fn leaves_match_only_their_own_topic() {
-        assert!(is_leaf_of("b/n/unit/u", "b/n/unit/u", Leaf::State));
-        assert!(is_leaf_of("b/n/unit/u/state", "b/n/unit/u", Leaf::Below("state")));
-        assert!(!is_leaf_of("b/n/unit/u/state", "b/n/unit/u", Leaf::Below("brightness")));
-        assert!(!is_leaf_of("b/n/unit/ux/state", "b/n/unit/u", Leaf::Below("state")));
-        assert!(!is_leaf_of("b/n/unit/u/a/state", "b/n/unit/u", Leaf::Below("state")));
     }
 }

@@ -5,36 +5,17 @@
 //! nothing the cloud reports is lost even when the bridge does not understand it.
 
 use super::caps::Caps;
-use super::state_text::{Leaf, StateText, level_at};
+use super::state_text::{Leaf, StateText};
 use crate::bridge::state::{GroupInfo, NetworkStatus, SceneInfo, presence};
 use crate::cloud::model::{ColorSource, Control, UnitState};
 use crate::color::{hue_sat_to_xy, parse_rgb, rgb8_to_xy, round4};
-use crate::json_object::{Object, write_array};
+use crate::json_object::Object;
+use field::{Scalar, UnitField};
+use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
-
-/// The keys of the unit JSON, in the order of the contract.
-pub const UNIT_KEYS: [&str; 18] = [
-    "id",
-    "name",
-    "type",
-    "online",
-    "state",
-    "brightness",
-    "dim_level",
-    "color_mode",
-    "color_temp",
-    "color",
-    "occupancy",
-    "illuminance",
-    "active_scene_id",
-    "status",
-    "condition",
-    "priority",
-    "firmware",
-    "controls",
-];
+use std::ops::Range;
 
 /// The light reading of a unit: `ON` when on and its Dimmer (and OnOff, if any) is above 0.
 fn light_state(unit: &UnitState) -> Option<&'static str> {
@@ -124,63 +105,130 @@ struct Xy {
     y: f64,
 }
 
-/// The unit JSON of docs/mqtt.md, borrowed from the unit: every reading computed once, then written
-/// straight to text ([`UnitJson::write_json`]) and to the plain attribute values
-/// ([`UnitJson::write_parts`]). This is the event hot path: no intermediate `Value` tree,
-/// no allocation but the output buffer's.
-///
-/// The fields are declared in alphabetical order, the order the JSON has always had (readers do
-/// not care; golden files and people diffing payloads do).
-#[derive(Debug, Serialize)]
-pub struct UnitJson<'a> {
-    active_scene_id: Option<u32>,
-    brightness: Option<u8>,
-    color: Option<Xy>,
-    color_mode: Option<&'static str>,
-    color_temp: Option<u32>,
-    condition: Option<i64>,
-    controls: Option<&'a [Control]>,
-    dim_level: Option<Reading>,
-    firmware: Option<&'a str>,
-    id: u32,
-    illuminance: Option<Reading>,
-    name: Option<&'a str>,
-    occupancy: Option<bool>,
-    online: Option<bool>,
-    priority: Option<i64>,
-    state: Option<&'static str>,
-    status: Option<&'a str>,
-    #[serde(rename = "type")]
-    unit_type: Option<&'a str>,
+/// Declares the unit JSON once: each line is a field of [`UnitJson`] and its key, in the order
+/// of the contract (the order of the attribute topics and of [`UNIT_KEYS`]). The JSON text has
+/// its keys in alphabetical order ([`JSON_ORDER`], sorted at compile time), as it always had
+/// (readers do not care; golden files and people diffing payloads do). How a field is written
+/// follows from its type ([`UnitField`]).
+macro_rules! unit_json {
+    (<$a:lifetime> $($field:ident: $ty:ty = $key:literal,)*) => {
+        /// The unit JSON (docs/mqtt.md), borrowed from the unit: every reading computed once, then
+        /// written straight to text ([`UnitJson::write_json`]) and to the plain attribute values
+        /// ([`UnitJson::write_parts`]). This is the event hot path: no intermediate `Value` tree,
+        /// no allocation but the output buffer's.
+        #[derive(Debug)]
+        pub struct UnitJson<$a> {
+            $($field: $ty,)*
+        }
+
+        /// The keys of the unit JSON, in the order of the contract. A `static`: each key is one
+        /// string at one address, which names its attribute topic's leaf ([`Leaf::Below`]).
+        pub static UNIT_KEYS: [&str; KEY_COUNT] = KEYS;
+
+        const KEYS: [&str; KEY_COUNT] = [$($key,)*];
+
+        /// The number of keys.
+        const KEY_COUNT: usize = [$($key,)*].len();
+
+        /// Each field's index in [`UNIT_KEYS`], for the `match`es below.
+        #[allow(non_upper_case_globals)]
+        mod field_index {
+            #[allow(non_camel_case_types, dead_code)]
+            enum Field { $($field,)* }
+            $(pub(super) const $field: usize = Field::$field as usize;)*
+        }
+
+        impl<$a> UnitJson<$a> {
+            /// Writes the field of `index` into `o` and returns where its value lies when the
+            /// attribute topic copies its spelling (a number).
+            #[inline(always)]
+            fn write_field(&self, index: usize, o: &mut Object<'_>) -> Range<usize> {
+                match index {
+                    $(field_index::$field => UnitField::write_json(&self.$field, o, $key),)*
+                    _ => 0..0,
+                }
+            }
+
+            /// The plain scalar of the field of `index` (`None`: null, or not a scalar).
+            #[inline(always)]
+            fn scalar(&self, index: usize) -> Option<Scalar<'_>> {
+                match index {
+                    $(field_index::$field => UnitField::scalar(&self.$field),)*
+                    _ => None,
+                }
+            }
+        }
+
+        impl Serialize for UnitJson<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut object = s.serialize_struct("UnitJson", KEY_COUNT)?;
+                for index in JSON_ORDER {
+                    match index {
+                        $(field_index::$field => object.serialize_field($key, &self.$field)?,)*
+                        _ => {}
+                    }
+                }
+                object.end()
+            }
+        }
+    };
 }
 
-/// A scalar of the unit JSON, as an attribute topic carries it.
-#[derive(Clone, Copy, Debug)]
-enum Scalar<'a> {
-    Str(&'a str),
-    Int(i64),
-    Num(Reading),
-    Bool(bool),
+unit_json! {
+    <'a>
+    id: u32 = "id",
+    name: Option<&'a str> = "name",
+    unit_type: Option<&'a str> = "type",
+    online: Option<bool> = "online",
+    state: Option<&'static str> = "state",
+    brightness: Option<u8> = "brightness",
+    dim_level: Option<Reading> = "dim_level",
+    color_mode: Option<&'static str> = "color_mode",
+    color_temp: Option<u32> = "color_temp",
+    color: Option<Xy> = "color",
+    occupancy: Option<bool> = "occupancy",
+    illuminance: Option<Reading> = "illuminance",
+    active_scene_id: Option<u32> = "active_scene_id",
+    status: Option<&'a str> = "status",
+    condition: Option<i64> = "condition",
+    priority: Option<i64> = "priority",
+    firmware: Option<&'a str> = "firmware",
+    controls: Option<&'a [Control]> = "controls",
 }
 
-impl Scalar<'_> {
-    /// Appends the plain text: strings bare, numbers and booleans in their JSON spelling.
-    fn write(self, out: &mut Vec<u8>) {
-        let written = match self {
-            Scalar::Str(s) => {
-                out.extend_from_slice(s.as_bytes());
-                Ok(())
-            }
-            Scalar::Int(i) => serde_json::to_writer(&mut *out, &i),
-            Scalar::Num(r) => serde_json::to_writer(&mut *out, &r),
-            Scalar::Bool(b) => {
-                out.extend_from_slice(if b { b"true" } else { b"false" });
-                Ok(())
-            }
-        };
-        // Writing numbers to a Vec cannot fail; a NaN is written as `null` by serde_json.
-        debug_assert!(written.is_ok());
+/// The indices of [`UNIT_KEYS`] in the order the JSON text has them: by key, alphabetically.
+const JSON_ORDER: [usize; KEY_COUNT] = {
+    let mut order = [0; KEY_COUNT];
+    let mut i = 0;
+    while i < KEY_COUNT {
+        order[i] = i;
+        i += 1;
     }
+    // An insertion sort: `sort` is not `const`.
+    let mut i = 1;
+    while i < KEY_COUNT {
+        let mut j = i;
+        while j > 0 && is_before(KEYS[order[j]].as_bytes(), KEYS[order[j - 1]].as_bytes()) {
+            let t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+            j -= 1;
+        }
+        i += 1;
+    }
+    order
+};
+
+/// `a < b` for byte strings, usable in a `const` (the slices' `<` is not).
+const fn is_before(a: &[u8], b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < a.len() && i < b.len() {
+        if a[i] != b[i] {
+            return a[i] < b[i];
+        }
+        i += 1;
+    }
+    a.len() < b.len()
 }
 
 impl<'a> UnitJson<'a> {
@@ -219,33 +267,8 @@ impl<'a> UnitJson<'a> {
         }
     }
 
-    /// The scalar of each key of [`UNIT_KEYS`] (`None`: null, or not a scalar).
-    fn scalars(&self) -> [(&'static str, Option<Scalar<'a>>); UNIT_KEYS.len()] {
-        let int = |v: Option<i64>| v.map(Scalar::Int);
-        [
-            ("id", Some(Scalar::Int(i64::from(self.id)))),
-            ("name", self.name.map(Scalar::Str)),
-            ("type", self.unit_type.map(Scalar::Str)),
-            ("online", self.online.map(Scalar::Bool)),
-            ("state", self.state.map(Scalar::Str)),
-            ("brightness", int(self.brightness.map(i64::from))),
-            ("dim_level", self.dim_level.filter(|r| r.0.is_finite()).map(Scalar::Num)),
-            ("color_mode", self.color_mode.map(Scalar::Str)),
-            ("color_temp", int(self.color_temp.map(i64::from))),
-            ("color", None),
-            ("occupancy", self.occupancy.map(Scalar::Bool)),
-            ("illuminance", self.illuminance.filter(|r| r.0.is_finite()).map(Scalar::Num)),
-            ("active_scene_id", int(self.active_scene_id.map(i64::from))),
-            ("status", self.status.map(Scalar::Str)),
-            ("condition", int(self.condition)),
-            ("priority", int(self.priority)),
-            ("firmware", self.firmware.map(Scalar::Str)),
-            ("controls", None),
-        ]
-    }
-
-    /// Appends the unit JSON to `out`: the bytes serde_json writes for the derived `Serialize`
-    /// (the field order of the struct), with the constant keys copied instead of escaped (see
+    /// Appends the unit JSON to `out`: the bytes serde_json writes for its `Serialize` (keys in
+    /// [`JSON_ORDER`]), with the constant keys copied instead of escaped (see
     /// [`crate::json_object`]; the test `direct_json_is_what_serde_writes` holds the two together).
     pub fn write_json(&self, out: &mut Vec<u8>) {
         self.write_json_at(out);
@@ -256,35 +279,9 @@ impl<'a> UnitJson<'a> {
     fn write_json_at(&self, out: &mut Vec<u8>) -> NumberSpans {
         let mut at = NumberSpans::default();
         let mut o = Object::open(out);
-        at.0[const { key_index("active_scene_id") }] = o.field_at("active_scene_id", &self.active_scene_id);
-        at.0[const { key_index("brightness") }] = o.field_at("brightness", &self.brightness);
-        match self.color {
-            Some(Xy { x, y }) => o.field_with("color", |out| {
-                let mut xy = Object::open(out);
-                xy.field("x", &x);
-                xy.field("y", &y);
-                xy.close();
-            }),
-            None => o.field("color", &self.color),
+        for index in JSON_ORDER {
+            at.0[index] = self.write_field(index, &mut o);
         }
-        o.field("color_mode", &self.color_mode);
-        at.0[const { key_index("color_temp") }] = o.field_at("color_temp", &self.color_temp);
-        at.0[const { key_index("condition") }] = o.field_at("condition", &self.condition);
-        match self.controls {
-            Some(controls) => o.field_with("controls", |out| write_array(out, controls, Control::write_json)),
-            None => o.field("controls", &self.controls),
-        }
-        at.0[const { key_index("dim_level") }] = o.field_at("dim_level", &self.dim_level);
-        o.field("firmware", &self.firmware);
-        at.0[const { key_index("id") }] = o.field_at("id", &self.id);
-        at.0[const { key_index("illuminance") }] = o.field_at("illuminance", &self.illuminance);
-        o.field("name", &self.name);
-        o.field("occupancy", &self.occupancy);
-        o.field("online", &self.online);
-        at.0[const { key_index("priority") }] = o.field_at("priority", &self.priority);
-        o.field("state", &self.state);
-        o.field("status", &self.status);
-        o.field("type", &self.unit_type);
         o.close();
         at
     }
@@ -299,59 +296,27 @@ impl<'a> UnitJson<'a> {
         if !attributes {
             return;
         }
-        for (index, (key, scalar)) in (0..).zip(self.scalars()) {
-            let Some(s) = scalar else { continue };
-            let span = at.0[usize::from(index)].clone();
+        for (index, leaf) in UNIT_KEYS.iter().copied().enumerate() {
+            let Some(s) = self.scalar(index) else { continue };
+            let span = at.0[index].clone();
             match s {
                 Scalar::Int(_) | Scalar::Num(_) if !span.is_empty() => text.buf().extend_from_within(span),
                 _ => s.write(text.buf()),
             }
-            // The level's own name (its string in the level table), which the store compares by
-            // address ([`super::state_text::is_level`]).
-            let name = level_at(index);
-            debug_assert_eq!(name, key);
-            text.end_part(Leaf::Below(name));
+            text.end_part(Leaf::Below(leaf));
         }
     }
 }
 
 /// Where [`UnitJson::write_json`] wrote each numeric field's value, by key index.
 #[derive(Default)]
-struct NumberSpans([std::ops::Range<usize>; UNIT_KEYS.len()]);
-
-/// The index of `key` in [`UNIT_KEYS`], for `const` blocks: a key that is not there fails the
-/// build.
-const fn key_index(key: &str) -> usize {
-    let mut i = 0;
-    while i < UNIT_KEYS.len() {
-        if const_eq(UNIT_KEYS[i].as_bytes(), key.as_bytes()) {
-            return i;
-        }
-        i += 1;
-    }
-    panic!("not a key of the unit JSON")
-}
-
-/// `a == b` for byte strings, usable in a `const fn` (the slices' `==` is not).
-const fn const_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
+struct NumberSpans([Range<usize>; KEY_COUNT]);
 
 /// The unit JSON as a JSON object (all keys present): for tests and tools; the publisher writes
 /// [`UnitJson`] straight to text.
 pub fn unit_json(unit: &UnitState, caps: &Caps) -> Map<String, Value> {
     match serde_json::to_value(UnitJson::of(unit, caps)) {
-        Ok(Value::Object(m)) => m,
+        Ok(Value::Object(map)) => map,
         _ => Map::new(),
     }
 }
@@ -410,13 +375,13 @@ impl<'a> GroupJson<'a> {
     pub fn from_readings(group: &'a GroupInfo, readings: impl Iterator<Item = Option<MemberReading>>) -> GroupJson<'a> {
         let mut state: Option<&'static str> = None;
         let mut brightness: Option<u8> = None;
-        for m in readings.flatten() {
-            match m.state {
+        for member in readings.flatten() {
+            match member.state {
                 Some("ON") => state = Some("ON"),
                 Some("OFF") if state.is_none() => state = Some("OFF"),
                 _ => {}
             }
-            if let Some(b) = m.brightness {
+            if let Some(b) = member.brightness {
                 brightness = Some(brightness.map_or(b, |old| old.max(b)));
             }
         }
@@ -479,6 +444,8 @@ pub fn network_json(status: &NetworkStatus, scenes: &BTreeMap<u32, SceneInfo>) -
         "revision": status.revision,
     })
 }
+
+mod field;
 
 #[cfg(test)]
 mod tests;

@@ -9,20 +9,20 @@ use serde_json::json;
 
 /// The light of a luminaire: colour modes from its capabilities, kelvin when it has CCT.
 pub fn unit(unique_id: String, entity_id: &str, state_topic: String, command_topic: String, caps: &Caps) -> Component {
-    let mut m = base_config(&Name::Main, entity_id);
-    m.insert("schema".into(), json!("json"));
-    m.insert("state_topic".into(), json!(state_topic));
-    m.insert("command_topic".into(), json!(command_topic));
+    let mut config = base_config(&Name::Main, entity_id);
+    config.insert("schema".into(), json!("json"));
+    config.insert("state_topic".into(), json!(state_topic));
+    config.insert("command_topic".into(), json!(command_topic));
     let modes = caps.color_modes();
     if modes.contains(&"color_temp") {
-        m.insert("color_temp_kelvin".into(), json!(true));
+        config.insert("color_temp_kelvin".into(), json!(true));
         if let Some((min, max)) = caps.kelvin {
-            m.insert("min_kelvin".into(), json!(min));
-            m.insert("max_kelvin".into(), json!(max));
+            config.insert("min_kelvin".into(), json!(min));
+            config.insert("max_kelvin".into(), json!(max));
         }
     }
-    m.insert("supported_color_modes".into(), json!(modes));
-    Component { key: "light".into(), platform: "light", unique_id, availability: None, config: m }
+    config.insert("supported_color_modes".into(), json!(modes));
+    Component { key: "light".into(), platform: "light", unique_id, availability: None, config }
 }
 
 /// The light of a group (on/off and brightness of all its members).
@@ -35,11 +35,11 @@ pub fn group(
     command_topic: String,
     dimmable: bool,
 ) -> Component {
-    let mut m = base_config(&name, entity_id);
-    m.insert("schema".into(), json!("json"));
-    m.insert("state_topic".into(), json!(state_topic));
-    m.insert("command_topic".into(), json!(command_topic));
-    m.insert("supported_color_modes".into(), json!([if dimmable { "brightness" } else { "onoff" }]));
-    m.insert("icon".into(), json!("mdi:lightbulb-group"));
-    Component { key, platform: "light", unique_id, availability: None, config: m }
+    let mut config = base_config(&name, entity_id);
+    config.insert("schema".into(), json!("json"));
+    config.insert("state_topic".into(), json!(state_topic));
+    config.insert("command_topic".into(), json!(command_topic));
+    config.insert("supported_color_modes".into(), json!([if dimmable { "brightness" } else { "onoff" }]));
+    config.insert("icon".into(), json!("mdi:lightbulb-group"));
+    Component { key, platform: "light", unique_id, availability: None, config }
 }

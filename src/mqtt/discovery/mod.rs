@@ -84,11 +84,11 @@ fn availability(topics: &[String]) -> Value {
     )
 }
 
-/// Inserts the availability keys for `topics` into `m` (nothing for an empty list).
-fn put_availability(m: &mut Map<String, Value>, topics: &[String]) {
+/// Inserts the availability keys for `topics` into `config` (nothing for an empty list).
+fn put_availability(config: &mut Map<String, Value>, topics: &[String]) {
     if !topics.is_empty() {
-        m.insert("availability".into(), availability(topics));
-        m.insert("availability_mode".into(), json!("all"));
+        config.insert("availability".into(), availability(topics));
+        config.insert("availability_mode".into(), json!("all"));
     }
 }
 
@@ -104,15 +104,15 @@ pub enum Name {
 }
 
 impl Name {
-    /// Puts the `name` key (or leaves it out) into `m`.
-    pub fn put(&self, m: &mut Map<String, Value>) {
+    /// Puts the `name` key (or leaves it out) into `config`.
+    pub fn put(&self, config: &mut Map<String, Value>) {
         match self {
             Name::Main => {
-                m.insert("name".into(), Value::Null);
+                config.insert("name".into(), Value::Null);
             }
             Name::FromClass => {}
             Name::Text(t) => {
-                m.insert("name".into(), json!(t));
+                config.insert("name".into(), json!(t));
             }
         }
     }
@@ -120,10 +120,10 @@ impl Name {
 
 /// Common options of a component: name and suggested entity id.
 pub fn base_config(name: &Name, default_entity_id: &str) -> Map<String, Value> {
-    let mut m = Map::new();
-    name.put(&mut m);
-    m.insert("default_entity_id".into(), json!(default_entity_id));
-    m
+    let mut config = Map::new();
+    name.put(&mut config);
+    config.insert("default_entity_id".into(), json!(default_entity_id));
+    config
 }
 
 /// An HA entity id suggestion (`default_entity_id`) from slug-like words: `light.home_kitchen`.
@@ -158,13 +158,13 @@ impl Discovery {
                 put_availability(&mut root, &device.availability);
                 let mut cmps = Map::new();
                 for c in &device.components {
-                    let mut m = c.config.clone();
-                    m.insert("p".into(), json!(c.platform));
-                    m.insert("unique_id".into(), json!(c.unique_id));
+                    let mut config = c.config.clone();
+                    config.insert("p".into(), json!(c.platform));
+                    config.insert("unique_id".into(), json!(c.unique_id));
                     if let Some(av) = &c.availability {
-                        put_availability(&mut m, av);
+                        put_availability(&mut config, av);
                     }
-                    cmps.insert(c.key.clone(), Value::Object(m));
+                    cmps.insert(c.key.clone(), Value::Object(config));
                 }
                 root.insert("cmps".into(), Value::Object(cmps));
                 vec![(self.device_topic(&device.object_id), Value::Object(root).to_string())]
@@ -173,13 +173,13 @@ impl Discovery {
                 .components
                 .iter()
                 .map(|c| {
-                    let mut m = c.config.clone();
-                    m.insert("device".into(), device.device.clone());
-                    m.insert("origin".into(), origin());
-                    m.insert("qos".into(), json!(self.qos));
-                    m.insert("unique_id".into(), json!(c.unique_id));
-                    put_availability(&mut m, c.availability.as_deref().unwrap_or(&device.availability));
-                    (self.component_topic(c.platform, &c.unique_id), Value::Object(m).to_string())
+                    let mut config = c.config.clone();
+                    config.insert("device".into(), device.device.clone());
+                    config.insert("origin".into(), origin());
+                    config.insert("qos".into(), json!(self.qos));
+                    config.insert("unique_id".into(), json!(c.unique_id));
+                    put_availability(&mut config, c.availability.as_deref().unwrap_or(&device.availability));
+                    (self.component_topic(c.platform, &c.unique_id), Value::Object(config).to_string())
                 })
                 .collect(),
         }
@@ -196,7 +196,7 @@ pub fn is_ours(payload: &Value, base: &str) -> bool {
 
 fn mentions_topic_under(v: &Value, prefix: &str) -> bool {
     match v {
-        Value::Object(m) => m.iter().any(|(k, v)| match v {
+        Value::Object(object) => object.iter().any(|(k, v)| match v {
             Value::String(s) => (k.ends_with("topic") || k.ends_with("_t")) && s.starts_with(prefix),
             other => mentions_topic_under(other, prefix),
         }),

@@ -13,11 +13,11 @@ pub fn scene(
     state_topic: String,
     command_topic: String,
 ) -> Component {
-    let mut m = base_config(&name, entity_id);
-    m.insert("icon".into(), json!("mdi:palette"));
-    m.insert("state_topic".into(), json!(state_topic));
-    m.insert("command_topic".into(), json!(command_topic));
-    m.insert("payload_on".into(), json!("ON"));
-    m.insert("payload_off".into(), json!("OFF"));
-    Component { key, platform: "switch", unique_id, availability: None, config: m }
+    let mut config = base_config(&name, entity_id);
+    config.insert("icon".into(), json!("mdi:palette"));
+    config.insert("state_topic".into(), json!(state_topic));
+    config.insert("command_topic".into(), json!(command_topic));
+    config.insert("payload_on".into(), json!("ON"));
+    config.insert("payload_off".into(), json!("OFF"));
+    Component { key, platform: "switch", unique_id, availability: None, config }
 }

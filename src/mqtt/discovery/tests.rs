@@ -52,9 +52,9 @@ fn configs(mode: DiscoveryMode) -> BTreeMap<String, Value> {
     let r = renderer(mode);
     let mut out = BTreeMap::new();
     let mut all = r.bridge(&json!({"version": "x"}));
-    for m in demo_mirrors() {
-        for o in m.owners() {
-            all.extend(r.owner(&m, &o));
+    for mirror in demo_mirrors() {
+        for o in mirror.owners() {
+            all.extend(r.owner(&mirror, &o));
         }
     }
     for (t, p) in all {
@@ -144,7 +144,7 @@ fn colour_modes_are_exclusive() {
             continue;
         }
         let modes: Vec<&str> =
-            c["supported_color_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+            c["supported_color_modes"].as_array().unwrap().iter().map(|mode| mode.as_str().unwrap()).collect();
         assert!(!modes.is_empty());
         if modes.contains(&"onoff") || modes.contains(&"brightness") {
             assert_eq!(modes.len(), 1, "onoff/brightness must stand alone: {modes:?}");
@@ -255,13 +255,13 @@ fn devices_link_units_to_networks_to_the_bridge() {
 #[test]
 fn a_rename_keeps_identity() {
     let r = renderer(DiscoveryMode::Device);
-    let mut m = demo_mirrors().into_iter().find(|m| m.view.status.name == "Home").unwrap();
-    let before = r.unit(&m, 1);
-    let mut unit = (*m.view.units[&1]).clone();
+    let mut mirror = demo_mirrors().into_iter().find(|mirror| mirror.view.status.name == "Home").unwrap();
+    let before = r.unit(&mirror, 1);
+    let mut unit = (*mirror.view.units[&1]).clone();
     unit.name = Some("Kitchen main".into());
-    m.view.units.insert(1, Arc::new(unit));
-    m.reslug();
-    let after = r.unit(&m, 1);
+    mirror.view.units.insert(1, Arc::new(unit));
+    mirror.reslug();
+    let after = r.unit(&mirror, 1);
     assert_eq!(before[0].0, after[0].0, "same config topic");
     let (b, a): (Value, Value) =
         (serde_json::from_str(&before[0].1).unwrap(), serde_json::from_str(&after[0].1).unwrap());

@@ -1,9 +1,10 @@
 //! The store's tests: what each change of an owner publishes and clears, and what a connection
 //! resends.
 
+use super::levels::level_index;
 use super::prints::PRINT_MASK;
 use super::*;
-use crate::mqtt::state_text::{Leaf, level_index};
+use crate::mqtt::state_text::Leaf;
 
 fn t(pairs: &[(&str, &str)]) -> Topics {
     pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
@@ -11,8 +12,13 @@ fn t(pairs: &[(&str, &str)]) -> Topics {
 
 fn apply(s: &mut Store, ops: &[Op]) {
     for op in ops {
-        s.sent(op);
+        s.record(op.receipt());
     }
+}
+
+/// Whether some owner wants `topic`, asked with an index of its own.
+fn is_wanted(s: &Store, topic: &str) -> bool {
+    s.is_wanted(&mut StaleCheck::default(), topic)
 }
 
 fn publish(topic: &str, payload: &str) -> Op {
@@ -32,8 +38,8 @@ fn only_changes_are_published() {
     apply(&mut s, &ops);
     assert!(s.set(o.clone(), t(&[("a", "1"), ("b", "2")])).is_empty());
     assert_eq!(s.set(o.clone(), t(&[("a", "1"), ("b", "3")])), vec![publish("b", "3")]);
-    assert!(s.wants(&o, &t(&[("a", "1"), ("b", "3")])));
-    assert!(!s.wants(&o, &t(&[("a", "1"), ("b", "2")])));
+    assert!(s.wants_exactly(&o, &t(&[("a", "1"), ("b", "3")])));
+    assert!(!s.wants_exactly(&o, &t(&[("a", "1"), ("b", "2")])));
     assert_eq!(s.topics_of(&o), vec!["a", "b"]);
     assert_eq!(s.len(), 2);
 }
@@ -58,7 +64,7 @@ fn a_state_update_touches_only_the_state_and_agrees_with_a_full_set() {
     let ops = s.update_state(&o, &text(&[("", "2"), ("a", "on")]), is_state).unwrap();
     assert_eq!(ops, vec![publish("state", "2")]);
     apply(&mut s, &ops);
-    assert!(s.wants(&o, &t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")])));
+    assert!(s.wants_exactly(&o, &t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")])));
     // Nothing changed: nothing to publish, even though the store was told again.
     assert!(s.update_state(&o, &text(&[("", "2"), ("a", "on")]), is_state).unwrap().is_empty());
     // Changed back before it went out (disconnected): wanted again, but nothing to publish,
@@ -71,7 +77,7 @@ fn a_state_update_touches_only_the_state_and_agrees_with_a_full_set() {
     assert!(s.update_state(&o, &text(&[("", "2"), ("a", "on")]), |t| t == "other").is_none());
     assert!(s.update_state(&o, &text(&[("", "1"), ("a", "2"), ("b", "3"), ("c", "4")]), is_state).is_none());
     assert!(s.update_state(&Owner::Unit("n".into(), 2), &text(&[("", "2")]), is_state).is_none());
-    assert!(s.wants(&o, &t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")])));
+    assert!(s.wants_exactly(&o, &t(&[("cfg", "x"), ("state", "2"), ("state/a", "on")])));
 }
 
 #[test]
@@ -79,11 +85,11 @@ fn the_published_text_can_be_checked() {
     let mut s = Store::default();
     let o = Owner::Unit("n".into(), 1);
     let ops = s.set(o.clone(), t(&[("cfg", "x")]));
-    assert!(!s.published_is("cfg", "x"), "not sent yet");
+    assert!(!s.has_published("cfg", "x"), "not sent yet");
     apply(&mut s, &ops);
-    assert!(s.published_is("cfg", "x"));
-    assert!(!s.published_is("cfg", "y"));
-    assert!(!s.published_is("other", "x"));
+    assert!(s.has_published("cfg", "x"));
+    assert!(!s.has_published("cfg", "y"));
+    assert!(!s.has_published("other", "x"));
 }
 
 #[test]
@@ -95,7 +101,7 @@ fn renamed_topics_are_published_then_old_ones_cleared() {
     let ops = s.set(o.clone(), t(&[("cfg", "y"), ("new", "1")]));
     assert_eq!(ops, vec![publish("cfg", "y"), publish("new", "1"), clear("old")]);
     apply(&mut s, &ops);
-    assert!(!s.is_desired("old") && !s.is_published("old"));
+    assert!(s.is_stale(&mut StaleCheck::default(), "old"), "neither wanted nor published");
     let ops = s.remove(&o);
     assert_eq!(ops, vec![clear("cfg"), clear("new")]);
     apply(&mut s, &ops);
@@ -121,7 +127,7 @@ fn a_topic_taken_over_by_another_owner_is_not_cleared() {
     let ops = s.set(b.clone(), t(&[("x", "b")]));
     apply(&mut s, &ops);
     assert!(s.remove(&a).is_empty(), "x now belongs to b");
-    assert!(s.is_desired("x"));
+    assert!(is_wanted(&s, "x"));
     assert_eq!(s.remove(&b), vec![clear("x")]);
 }
 
@@ -147,17 +153,17 @@ fn a_clear_lost_with_the_connection_is_sent_again_on_the_next_one() {
 #[test]
 fn a_topic_state_keeps_its_count_and_its_print_apart() {
     let mut t = TopicState::default();
-    t.set_published(payload_print("payload"));
-    t.set_wanted(3);
-    assert_eq!((t.wanted(), t.published()), (3, payload_print("payload")));
-    t.set_published(0);
-    assert_eq!((t.wanted(), t.published()), (3, 0));
-    t.set_wanted(u64::MAX);
-    assert_eq!(t.wanted(), 65_535, "the count saturates");
-    t.set_published(u64::MAX);
-    assert_eq!((t.wanted(), t.published()), (65_535, PRINT_MASK), "a print never spills into the count");
-    t.set_wanted(0);
-    t.set_published(0);
+    t.set_published_print(payload_print("payload"));
+    t.set_owner_count(3);
+    assert_eq!((t.owner_count(), t.published_print()), (3, payload_print("payload")));
+    t.set_published_print(0);
+    assert_eq!((t.owner_count(), t.published_print()), (3, 0));
+    t.set_owner_count(u64::MAX);
+    assert_eq!(t.owner_count(), 65_535, "the count saturates");
+    t.set_published_print(u64::MAX);
+    assert_eq!((t.owner_count(), t.published_print()), (65_535, PRINT_MASK), "a print never spills into the count");
+    t.set_owner_count(0);
+    t.set_published_print(0);
     assert_eq!(t.0, 0, "nothing left: pruned");
     assert!((1..=PRINT_MASK).contains(&payload_print("")), "a print is never 0 and fits its bits");
 }
@@ -172,7 +178,7 @@ fn resync_clears_what_was_published_and_is_no_longer_wanted() {
     let _unsent = s.remove(&a);
     let _unsent = s.set(Owner::Bridge, t(&[("b", "1"), ("y", "2")]));
     assert_eq!(s.resync(), vec![clear("x")]);
-    assert!(s.is_desired("b") && s.is_desired("y") && !s.is_desired("x"));
+    assert!(is_wanted(&s, "b") && is_wanted(&s, "y") && !is_wanted(&s, "x"));
 }
 
 #[test]
@@ -189,7 +195,7 @@ fn a_short_level_below_another_whole_name_is_not_taken_for_a_state_leaf() {
     text.push(Leaf::Below("odd"), "1");
     text.push(Leaf::Below("state"), "OFF");
     assert!(s.update_state(&o, &text, |t| t == "lamp").is_none(), "`lamp/state` is not what is kept");
-    assert!(s.wants(&o, &topics));
+    assert!(s.wants_exactly(&o, &topics));
 }
 
 #[test]
@@ -216,13 +222,15 @@ fn an_attribute_topic_an_owner_no_longer_has_is_cleared_under_its_live_state_top
     let o = Owner::Unit("n".into(), 1);
     let ops = s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON"), ("lamp/temperature", "3000")]));
     apply(&mut s, &ops);
-    assert!(s.is_desired("lamp/temperature"));
+    // One index, held across the change, as a scan holds it.
+    let mut check = StaleCheck::default();
+    assert!(!s.is_stale(&mut check, "lamp/temperature"));
     let ops = s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON")]));
     assert_eq!(ops, vec![clear("lamp/temperature")]);
     apply(&mut s, &ops);
-    assert!(s.is_desired("lamp") && s.is_desired("lamp/state"));
-    assert!(!s.is_desired("lamp/temperature"), "the index follows the change");
-    assert!(!s.is_desired("lamp/brightness"), "a level nobody has under a wanted name is stale");
+    assert!(!s.is_stale(&mut check, "lamp") && !s.is_stale(&mut check, "lamp/state"));
+    assert!(s.is_stale(&mut check, "lamp/temperature"), "the index follows the change");
+    assert!(!is_wanted(&s, "lamp/brightness"), "a level nobody has under a wanted name is stale");
 }
 
 #[test]
@@ -233,9 +241,9 @@ fn the_scan_index_keeps_the_levels_of_every_owner_of_a_shared_whole_name() {
     apply(&mut s, &ops);
     let ops = s.set(b, t(&[("desk", "{}"), ("lamp", "{}"), ("lamp/brightness", "20")]));
     apply(&mut s, &ops);
-    assert!(s.is_desired("lamp/state") && s.is_desired("lamp/brightness"), "both owners' levels");
-    assert!(!s.is_desired("lamp/dim_level") && !s.is_desired("desk/state"));
-    assert!(!s.is_desired("lamp/state/extra") && !s.is_desired("nothing"));
+    assert!(is_wanted(&s, "lamp/state") && is_wanted(&s, "lamp/brightness"), "both owners' levels");
+    assert!(!is_wanted(&s, "lamp/dim_level") && !is_wanted(&s, "desk/state"));
+    assert!(!is_wanted(&s, "lamp/state/extra") && !is_wanted(&s, "nothing"));
 }
 
 #[test]
@@ -255,7 +263,7 @@ fn two_owners_swapping_names_keep_every_attribute_topic() {
     let ops = s.set(b.clone(), named("lamp", "OFF"));
     assert_eq!(ops, vec![publish("lamp", "{}"), publish("lamp/state", "OFF")], "desk/state is a's now");
     apply(&mut s, &ops);
-    assert!(["lamp", "lamp/state", "desk", "desk/state"].iter().all(|t| s.is_desired(t)));
+    assert!(["lamp", "lamp/state", "desk", "desk/state"].iter().all(|t| is_wanted(&s, t)));
 }
 
 #[test]
@@ -271,7 +279,7 @@ fn attribute_levels_are_kept_short_and_read_back_whole() {
     ]);
     let ops = s.set(o.clone(), topics.clone());
     apply(&mut s, &ops);
-    let wants = s.desired.get(&o).unwrap();
+    let wants = s.wanted.get(&o).unwrap();
     let levels: Vec<u64> = wants.slots.iter().map(|s| slot_level(*s)).collect();
     let level = |name| u64::from(level_index(name).unwrap());
     assert_eq!(levels, vec![WHOLE, WHOLE, level("state"), level("availability"), WHOLE]);
@@ -280,7 +288,7 @@ fn attribute_levels_are_kept_short_and_read_back_whole() {
     assert_eq!(std::mem::size_of_val(&wants.slots[0]), 8, "a wanted topic stays one word");
     assert_eq!(std::mem::size_of::<(u64, TopicState)>(), 16, "a topic's map entry stays two words");
     assert_eq!(s.topics_of(&o), topics.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>());
-    assert!(s.wants(&o, &topics));
+    assert!(s.wants_exactly(&o, &topics));
     // The fast path publishes the whole name.
     let mut text = StateText::default();
     text.push(Leaf::State, "{\"state\":\"OFF\"}");
@@ -296,4 +304,42 @@ fn attribute_levels_are_kept_short_and_read_back_whole() {
     let ops = s.remove(&o);
     assert_eq!(ops.len(), 5);
     assert!(ops.contains(&clear("b/n/unit/lamp/availability")));
+}
+
+#[test]
+fn a_whole_name_that_becomes_an_attribute_topic_is_not_cleared() {
+    let mut s = Store::default();
+    let o = Owner::Unit("n".into(), 1);
+    let ops = s.set(o.clone(), t(&[("lamp/availability", "0"), ("lamp/x/state", "0")]));
+    apply(&mut s, &ops);
+    // `lamp/x/state` is now the level `state` below `lamp/x`.
+    let ops = s.set(o.clone(), t(&[("lamp/x", "0"), ("lamp/x/state", "0")]));
+    assert!(!ops.contains(&clear("lamp/x/state")), "{ops:?}");
+    apply(&mut s, &ops);
+    assert_eq!(s.remove(&o), vec![clear("lamp/x"), clear("lamp/x/state")]);
+}
+
+#[test]
+fn an_attribute_topic_that_becomes_a_whole_name_is_cleared_when_it_goes() {
+    let mut s = Store::default();
+    let o = Owner::Unit("n".into(), 1);
+    let ops = s.set(o.clone(), t(&[("lamp", "0"), ("lamp/brightness", "0")]));
+    apply(&mut s, &ops);
+    // Disconnected: `lamp/brightness` becomes a whole name, then goes.
+    let _unsent = s.set(o.clone(), t(&[("lamp/brightness", "0"), ("lamp/state", "0")]));
+    let _unsent = s.set(o.clone(), t(&[("other", "0")]));
+    assert_eq!(s.resync(), vec![clear("lamp"), clear("lamp/brightness")]);
+}
+
+#[test]
+fn a_topic_wanted_again_before_its_clear_went_out_is_cleared_when_it_goes_again() {
+    let mut s = Store::default();
+    let o = Owner::Unit("n".into(), 1);
+    let ops = s.set(o.clone(), t(&[("lamp", "0"), ("lamp/state", "0")]));
+    apply(&mut s, &ops);
+    // Disconnected: gone, back as a whole name, gone again.
+    let _unsent = s.remove(&o);
+    let _unsent = s.set(o.clone(), t(&[("lamp/state", "0")]));
+    let _unsent = s.remove(&o);
+    assert_eq!(s.resync(), vec![clear("lamp"), clear("lamp/state")]);
 }

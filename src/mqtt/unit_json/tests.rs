@@ -13,53 +13,53 @@ fn render(json: &str) -> Map<String, Value> {
 
 #[test]
 fn every_key_is_always_present() {
-    let m = render(r#"{"id":7}"#);
+    let fields = render(r#"{"id":7}"#);
     for k in UNIT_KEYS {
-        assert!(m.contains_key(k), "{k}");
+        assert!(fields.contains_key(k), "{k}");
     }
-    assert_eq!(m.len(), UNIT_KEYS.len());
-    assert_eq!(m["state"], Value::Null);
-    assert_eq!(m["controls"], Value::Null);
+    assert_eq!(fields.len(), UNIT_KEYS.len());
+    assert_eq!(fields["state"], Value::Null);
+    assert_eq!(fields["controls"], Value::Null);
 }
 
 #[test]
 fn dimmer_gives_state_and_brightness() {
-    let m = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0.5}]}"#);
-    assert_eq!(m["state"], "ON");
-    assert_eq!(m["brightness"], 128);
-    assert_eq!(m["color_mode"], "brightness");
-    let m = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0}]}"#);
-    assert_eq!(m["state"], "OFF");
+    let fields = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0.5}]}"#);
+    assert_eq!(fields["state"], "ON");
+    assert_eq!(fields["brightness"], 128);
+    assert_eq!(fields["color_mode"], "brightness");
+    let fields = render(r#"{"id":1,"type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0}]}"#);
+    assert_eq!(fields["state"], "OFF");
 }
 
 #[test]
 fn colour_follows_colorsource() {
-    let m = render(
+    let fields = render(
         r#"{"id":3,"on":true,"controls":[{"type":"Dimmer","value":1},{"type":"Colorsource","source":"TW"},
         {"type":"CCT","value":3000.4,"min":2700,"max":6500},{"type":"Color","hue":0,"sat":1}]}"#,
     );
-    assert_eq!(m["color_mode"], "color_temp");
-    assert_eq!(m["color_temp"], 3000);
-    assert_eq!(m["color"]["y"], 0.33);
-    let m = render(
+    assert_eq!(fields["color_mode"], "color_temp");
+    assert_eq!(fields["color_temp"], 3000);
+    assert_eq!(fields["color"]["y"], 0.33);
+    let fields = render(
         r#"{"id":3,"on":true,"controls":[{"type":"Colorsource","source":"XY"},{"type":"Color","x":0.31234,"y":0.3}]}"#,
     );
-    assert_eq!(m["color_mode"], "xy");
-    assert_eq!(m["color"], json!({"x": 0.3123, "y": 0.3}));
+    assert_eq!(fields["color_mode"], "xy");
+    assert_eq!(fields["color"], json!({"x": 0.3123, "y": 0.3}));
 }
 
 #[test]
 fn sensors_have_readings_and_no_state() {
-    let m = render(
+    let fields = render(
         r#"{"id":4,"type":"Sensor","on":true,"controls":[{"type":"Presence","status":"present"},{"type":"Lux","value":412}]}"#,
     );
-    assert_eq!(m["state"], Value::Null);
-    assert_eq!(m["color_mode"], Value::Null);
-    assert_eq!(m["occupancy"], true);
-    assert_eq!(m["illuminance"], 412);
-    assert_eq!(plain(&m["illuminance"]).as_deref(), Some("412"));
-    let m = render(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#);
-    assert_eq!(m["occupancy"], false);
+    assert_eq!(fields["state"], Value::Null);
+    assert_eq!(fields["color_mode"], Value::Null);
+    assert_eq!(fields["occupancy"], true);
+    assert_eq!(fields["illuminance"], 412);
+    assert_eq!(plain(&fields["illuminance"]).as_deref(), Some("412"));
+    let fields = render(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#);
+    assert_eq!(fields["occupancy"], false);
 }
 
 /// The direct writers (the event path) give exactly the bytes of the derived `Serialize`:
@@ -139,31 +139,6 @@ fn attribute_parts_are_the_plain_values_of_the_json() {
     }
 }
 
-/// A unit's attribute parts are named by the level table's own strings, so the store finds
-/// their levels by address.
-#[test]
-fn attribute_leaves_are_the_level_names_themselves() {
-    use crate::mqtt::state_text::{AVAILABILITY, is_level, level_index};
-    let u = unit(
-        r#"{"id":3,"name":"Desk","type":"Luminaire","on":true,"online":true,"status":"ok","priority":3,
-          "condition":0,"activeSceneId":2,"firmwareVersion":"1.2","dimLevel":0.25,
-          "controls":[{"type":"Dimmer","value":0.5},{"type":"CCT","min":2700,"max":6500,"value":3000}]}"#,
-    );
-    let mut text = StateText::default();
-    UnitJson::of(&u, &Caps::of(&u, None)).write_parts(&mut text, true);
-    assert_eq!(text.len(), 15, "the JSON and every scalar key of this unit");
-    for (leaf, _) in text.parts().skip(1) {
-        let Leaf::Below(name) = leaf else { panic!("{leaf:?}") };
-        let level = level_index(name).unwrap();
-        assert!(std::ptr::eq(name, level_at(level)), "{name}");
-        // The same name elsewhere in memory is the level too, compared byte by byte.
-        let copy: String = name.chars().collect();
-        assert!(is_level(level, name) && is_level(level, &copy));
-        assert!(!is_level(AVAILABILITY, name));
-    }
-    assert!(std::ptr::eq(level_at(AVAILABILITY), level_at(level_index("availability").unwrap())));
-}
-
 #[test]
 fn plain_values() {
     assert_eq!(plain(&json!("ON")).as_deref(), Some("ON"));
@@ -172,4 +147,15 @@ fn plain_values() {
     assert_eq!(plain(&json!(0.5)).as_deref(), Some("0.5"));
     assert_eq!(plain(&Value::Null), None);
     assert_eq!(plain(&json!({"x": 1})), None);
+}
+
+#[test]
+fn the_json_has_every_key_once_in_alphabetical_order() {
+    let written: Vec<&str> = JSON_ORDER.iter().map(|i| UNIT_KEYS[*i]).collect();
+    let mut sorted = UNIT_KEYS.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(written, sorted);
+    let text = serde_json::to_string(&UnitJson::of(&unit(r#"{"id":7}"#), &Caps::default())).unwrap();
+    let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap();
+    assert!(sorted.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
 }

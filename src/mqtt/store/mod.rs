@@ -2,26 +2,36 @@
 //! operations that take the broker from one to the other.
 //!
 //! Only differences are published, so identical state never produces a duplicate retained
-//! message. A topic is cleared (empty retained payload) when no owner wants it any more — this is
+//! message. A topic is cleared (empty retained payload) when no owner wants it any more: this is
 //! how a removed or renamed unit, group or scene loses every topic it had, not only its discovery.
 //!
-//! The store keeps names, 64-bit topic fingerprints and 48-bit payload prints, never payloads:
-//! on a site of 25,000 units the payloads are ~50 MB (most of it discovery configs) and the
-//! bridge's mirror can render any of them again in microseconds. Topic names are kept once, in
-//! the owners' lists (an attribute topic as the number of its level alone); the other maps are
-//! keyed by the topic's fingerprint, and hold whole names only: an attribute topic is its owner's
-//! alone, and its slot's print is all that is kept of it. What needs a payload again — a
-//! republication after a reconnection or Home Assistant's birth, the text of a previous discovery
-//! config — renders it from the mirror ([`super::plan`], [`super::publisher`]).
+//! The rest of the crate speaks topics, payloads and [`Owner`]s to the store; how it keeps them
+//! is its own. It keeps names and hashes, never payloads: the payloads of a big site are tens of
+//! megabytes (most of it discovery configs), and the bridge's mirror renders any of them again
+//! in microseconds. What needs a payload again (a republication after a reconnection or Home
+//! Assistant's birth, the text of a previous discovery config) renders it from the mirror
+//! ([`super::plan`], [`super::publisher`]). The packing:
+//! - each owner's topics in publishing order (`owner_topics.rs`): a payload print per topic, and
+//!   its name once, or as a level number when it is an attribute topic just below a whole name
+//!   (`levels.rs`); owners by network and id (`owner_map.rs`);
+//! - per whole name, by its fingerprint (`prints.rs`): how many owners want it and the print of
+//!   what was published there. An attribute topic has no entry: it belongs to the owner of the
+//!   whole name it is below, and its slot's print is what was last handed over (every connection
+//!   publishes everything again, so that is what the broker has).
 
+mod levels;
+mod owner_map;
+mod owner_topics;
 mod prints;
-mod wants;
+mod stale;
 
-use super::owner_map::OwnerMap;
 use super::render::{Owner, Topics};
-use super::state_text::{Leaf, StateText, is_leaf_of, is_level, level_index};
+use super::state_text::{Leaf, StateText};
+use levels::{is_leaf_of, is_level, level_index};
+use owner_map::OwnerMap;
+use owner_topics::{OwnerTopics, WHOLE, Walk, is_whole, last_names, slot_level};
 use prints::{PRINT_BITS, fingerprint, payload_print, print_of, with_print};
-use wants::{WHOLE, Walk, Wants, attribute_index, compact, last_names, slot_level};
+pub use stale::StaleCheck;
 // foldhash: the store hashes every topic it publishes; SipHash's DoS resistance buys nothing
 // for topics this process made itself, and costs several times more per lookup.
 use foldhash::{HashMap, HashSet};
@@ -39,10 +49,9 @@ pub enum Op {
         payload: String,
         /// The payload last published on the topic, if known.
         previous: Option<String>,
-        /// The topic's fingerprint and the payload's print, taken where the operation was made
-        /// (the store had them at hand): recording the operation then hashes nothing again.
-        /// [`Op::publish`] takes them from the strings.
-        receipt: (u64, u64),
+        /// What the store records once the publication reached the client, made where the
+        /// operation was (the store has the hashes at hand there).
+        receipt: Receipt,
     },
     /// Publish an empty retained payload on `topic` (deletes the retained message).
     Clear {
@@ -54,59 +63,43 @@ pub enum Op {
 impl Op {
     /// A publication of `payload` on `topic`.
     pub fn publish(topic: String, payload: String, previous: Option<String>) -> Op {
-        let receipt = (fingerprint(&topic), payload_print(&payload));
+        let receipt = Receipt(Sent::Published { topic: fingerprint(&topic), payload: payload_print(&payload) });
         Op::Publish { topic, payload, previous, receipt }
     }
-}
 
-/// What [`Store::record`] needs of an operation: taken before the operation's strings are handed
-/// to the MQTT client, so that they move there instead of being copied.
-#[derive(Debug)]
-pub enum Receipt {
-    /// A publication: the topic's fingerprint and the payload's print.
-    Published {
-        /// The topic's fingerprint.
-        key: u64,
-        /// The payload's print.
-        payload: u64,
-    },
-    /// A clear: the topic's fingerprint and name (kept until the next connection).
-    Cleared {
-        /// The topic's fingerprint.
-        key: u64,
-        /// The topic.
-        topic: Box<str>,
-    },
-}
-
-impl Receipt {
-    /// The receipt of `op`.
-    pub fn of(op: &Op) -> Receipt {
-        match op {
-            Op::Publish { receipt: (key, payload), .. } => Receipt::Published { key: *key, payload: *payload },
-            Op::Clear { topic } => Receipt::Cleared { key: fingerprint(topic), topic: topic.as_str().into() },
+    /// What [`Store::record`] needs of this operation: taken before the operation's strings are
+    /// handed to the MQTT client, so that they move there instead of being copied.
+    pub fn receipt(&self) -> Receipt {
+        match self {
+            Op::Publish { receipt, .. } => receipt.clone(),
+            Op::Clear { topic } => Receipt(Sent::Cleared { topic: fingerprint(topic), name: topic.as_str().into() }),
         }
     }
 }
 
-/// Desired and published retained topics.
+/// What the store records of an operation that reached the client ([`Op::receipt`],
+/// [`Store::record`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt(Sent);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sent {
+    /// A publication: the topic's fingerprint and the payload's print.
+    Published { topic: u64, payload: u64 },
+    /// A clear: the topic's fingerprint and name (kept until the next connection).
+    Cleared { topic: u64, name: Box<str> },
+}
+
+/// Wanted and published retained topics.
 #[derive(Debug, Default)]
 pub struct Store {
-    /// What each owner wants, in publishing order, by network and id ([`OwnerMap`]: one hash map
-    /// of all owners was a half-empty 4 MiB table on a big site). Boxed slices and strings: a
-    /// list never grows in place, and each is a word shorter than a `Vec` or a `String`.
-    desired: OwnerMap<Wants>,
-    /// What is known of each whole topic name that is wanted or published, by the name's
-    /// fingerprint: how many owners want it, what was published there. An attribute topic has no
-    /// entry (on a big site 320,000 of the 400,000 topics, 6.7 MB of map): it belongs to the
-    /// owner of the whole name it is below, and its slot's print is what was last handed over
-    /// (every connection publishes everything again, so that is what the broker has).
+    /// What each owner wants, in publishing order.
+    wanted: OwnerMap<OwnerTopics>,
+    /// What is known of each whole name that is wanted or published, by the name's fingerprint.
     topics: HashMap<u64, TopicState>,
-    /// Every whole name with wanted attribute topics below it, by fingerprint (sorted), with
-    /// the set of their levels as bits, while a scan for stale topics asks
-    /// ([`Store::is_desired`]); dropped when the owners' names change, and by
-    /// [`Store::forget_index`].
-    attributes: Option<Box<[(u64, u64)]>>,
+    /// Counts the changes of the owners' names: a [`StaleCheck`] built before the last one is
+    /// built again.
+    names_version: u64,
     /// Names of published topics that nobody wants any more, until their clear reaches the
     /// client (while disconnected, the next connection's resync clears them).
     orphans: HashMap<u64, Box<str>>,
@@ -128,20 +121,20 @@ pub struct Store {
 struct TopicState(u64);
 
 impl TopicState {
-    fn published(self) -> u64 {
+    fn published_print(self) -> u64 {
         print_of(self.0)
     }
 
-    fn set_published(&mut self, print: u64) {
+    fn set_published_print(&mut self, print: u64) {
         self.0 = with_print(self.0, print);
     }
 
-    fn wanted(self) -> u64 {
+    fn owner_count(self) -> u64 {
         self.0 >> PRINT_BITS
     }
 
-    fn set_wanted(&mut self, count: u64) {
-        self.0 = (count.min(u64::MAX >> PRINT_BITS) << PRINT_BITS) | self.published();
+    fn set_owner_count(&mut self, count: u64) {
+        self.0 = (count.min(u64::MAX >> PRINT_BITS) << PRINT_BITS) | self.published_print();
     }
 }
 
@@ -164,9 +157,10 @@ fn note_state(
     let topic = topic();
     let key = fingerprint(&topic);
     // An attribute topic's slot is its only record: a changed print is a publication.
-    if slot_level(*slot) != WHOLE || topics.get(&key).map(|t| t.published()) != Some(new) {
+    if !is_whole(*slot) || topics.get(&key).map(|t| t.published_print()) != Some(new) {
         // State topics are never discovery configs, so no `previous` is needed.
-        ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None, receipt: (key, new) });
+        let receipt = Receipt(Sent::Published { topic: key, payload: new });
+        ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None, receipt });
     }
 }
 
@@ -174,29 +168,44 @@ impl Store {
     /// Sets what `owner` wants and returns the operations that bring the broker there: changed
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
     pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
-        let old = self.desired.remove(&owner);
+        let old = self.wanted.remove(&owner);
         let old_slots: &[u64] = old.as_ref().map_or(&[], |w| &w.slots);
-        let old_names = old.as_ref().map(Wants::full_names).unwrap_or_default();
+        let old_names = old.as_ref().map(OwnerTopics::full_names).unwrap_or_default();
         // The common case (a state change) keeps the owner's topics: the counts then stay as
         // they are and nothing can become unwanted.
         let same_topics = old_names.len() == topics.len() && old_names.iter().zip(&topics).all(|(a, b)| *a == b.0);
-        let new = compact(&topics);
+        let new = OwnerTopics::of(&topics);
         let mut clears = Vec::new();
         // What the old attribute topics last had, by name (their slots are their only record).
         let mut old_prints: HashMap<&str, u64> = HashMap::default();
         if !same_topics {
-            self.attributes = None;
+            self.names_version += 1;
             for (name, slot) in old_names.iter().zip(old_slots) {
-                if slot_level(*slot) == WHOLE {
-                    self.unwant(fingerprint(name));
+                if is_whole(*slot) {
+                    self.drop_owner(fingerprint(name));
                 } else {
                     old_prints.insert(name, print_of(*slot));
                 }
             }
             for ((topic, _), slot) in topics.iter().zip(&new.slots) {
                 let key = fingerprint(topic);
-                if slot_level(*slot) == WHOLE {
-                    self.want(key);
+                if is_whole(*slot) {
+                    self.add_owner(key);
+                    // A whole name without a record of its own may still be on the broker: an
+                    // attribute topic that becomes a whole name (its owner's topics moved around
+                    // it) keeps its slot's print, which is what the broker has whenever
+                    // connected; a topic whose clear is still owed (an orphan) has some other
+                    // text there. Either is cleared when it goes.
+                    let there = old_prints
+                        .get(topic.as_str())
+                        .copied()
+                        .or_else(|| self.orphans.contains_key(&key).then(|| (print_of(*slot) ^ 1).max(2)));
+                    if let Some(print) = there
+                        && self.published_print(key).is_none()
+                        && let Some(t) = self.topics.get_mut(&key)
+                    {
+                        t.set_published_print(print);
+                    }
                 }
                 self.orphans.remove(&key);
             }
@@ -207,15 +216,16 @@ impl Store {
             let print = print_of(*slot);
             // A whole name's fingerprint is its record's key; an attribute topic's is needed only
             // for its receipt, when it is published.
-            let whole = (slot_level(*slot) == WHOLE).then(|| fingerprint(&topic));
+            let whole = is_whole(*slot).then(|| fingerprint(&topic));
             let last = match whole {
-                Some(key) => self.published(key),
+                Some(key) => self.published_print(key),
                 None if same_topics => old_slots.get(i).map(|s| print_of(*s)),
                 None => old_prints.get(topic.as_str()).copied(),
             };
             if last != Some(print) {
                 let key = whole.unwrap_or_else(|| fingerprint(&topic));
-                ops.push(Op::Publish { topic, payload, previous: None, receipt: (key, print) });
+                let receipt = Receipt(Sent::Published { topic: key, payload: print });
+                ops.push(Op::Publish { topic, payload, previous: None, receipt });
             }
         }
         for topic in clears {
@@ -223,13 +233,14 @@ impl Store {
             ops.push(Op::Clear { topic });
         }
         if !new.slots.is_empty() {
-            self.desired.insert(&owner, new);
+            self.wanted.insert(&owner, new);
         }
         ops
     }
 
     /// The old topics of an owner (`names`, `slots`) that must be cleared now that it wants
-    /// `topics` (the counts already moved): a whole name nobody wants that was published; an
+    /// `topics` (the counts already moved): a whole name nobody wants that was published and is
+    /// not among `topics` (where it may be an attribute topic now, which no count holds); an
     /// attribute topic that is not among `topics` and whose whole name no other owner wants (one
     /// that does is taken to have it too: owners share a name only while a rename moves it).
     fn unwanted(&self, names: &[String], slots: &[u64], topics: &Topics) -> Vec<String> {
@@ -238,10 +249,10 @@ impl Store {
         let mut base_held = false;
         let mut clears = Vec::new();
         for (name, slot) in names.iter().zip(slots) {
-            let stale = if slot_level(*slot) == WHOLE {
+            let stale = if is_whole(*slot) {
                 let key = fingerprint(name);
-                base_held = self.wanted_by(key) > u64::from(new_names.contains(name.as_str()));
-                !self.is_wanted(key) && self.published(key).is_some()
+                base_held = self.owner_count(key) > u64::from(new_names.contains(name.as_str()));
+                self.owner_count(key) == 0 && self.published_print(key).is_some() && !new_names.contains(name.as_str())
             } else {
                 !new_names.contains(name.as_str()) && !base_held
             };
@@ -252,22 +263,22 @@ impl Store {
         clears
     }
 
-    /// One owner more wants the topic with fingerprint `key`.
-    fn want(&mut self, key: u64) {
+    /// One owner more wants the whole name with fingerprint `key`.
+    fn add_owner(&mut self, key: u64) {
         let t = self.topics.entry(key).or_default();
-        t.set_wanted(t.wanted() + 1);
+        t.set_owner_count(t.owner_count() + 1);
     }
 
-    /// One owner less wants the topic with fingerprint `key`.
-    fn unwant(&mut self, key: u64) {
+    /// One owner less wants the whole name with fingerprint `key`.
+    fn drop_owner(&mut self, key: u64) {
         if let Some(t) = self.topics.get_mut(&key) {
-            t.set_wanted(t.wanted().saturating_sub(1));
+            t.set_owner_count(t.owner_count().saturating_sub(1));
         }
         self.prune(key);
     }
 
-    /// Forgets the topic with fingerprint `key` once nobody wants it and nothing is published
-    /// there.
+    /// Forgets the whole name with fingerprint `key` once nobody wants it and nothing is
+    /// published there.
     fn prune(&mut self, key: u64) {
         if self.topics.get(&key).is_some_and(|t| t.0 == 0) {
             self.topics.remove(&key);
@@ -275,18 +286,13 @@ impl Store {
     }
 
     /// How many owners want the whole name with fingerprint `key`.
-    fn wanted_by(&self, key: u64) -> u64 {
-        self.topics.get(&key).map_or(0, |t| t.wanted())
+    fn owner_count(&self, key: u64) -> u64 {
+        self.topics.get(&key).map_or(0, |t| t.owner_count())
     }
 
-    /// Whether some owner wants the whole name with fingerprint `key`.
-    fn is_wanted(&self, key: u64) -> bool {
-        self.wanted_by(key) > 0
-    }
-
-    /// The print of what was last published on the topic with fingerprint `key`.
-    fn published(&self, key: u64) -> Option<u64> {
-        self.topics.get(&key).map(|t| t.published()).filter(|p| *p != 0)
+    /// The print of what was last published on the whole name with fingerprint `key`.
+    fn published_print(&self, key: u64) -> Option<u64> {
+        self.topics.get(&key).map(|t| t.published_print()).filter(|p| *p != 0)
     }
 
     /// The fast path of a state change: when `owner`'s topics end with exactly the parts of
@@ -301,15 +307,15 @@ impl Store {
         text: &StateText,
         is_state_topic: impl Fn(&str) -> bool,
     ) -> Option<Vec<Op>> {
-        let Wants { slots, names } = self.desired.get_mut(owner)?;
+        let OwnerTopics { slots, names } = self.wanted.get_mut(owner)?;
         let start = slots.len().checked_sub(text.len())?;
         let (state_slot, rest) = slots[start..].split_first_mut()?;
         // The state topic is a whole name, and the whole names of these slots are the owner's
         // last ones: found from the end, without walking its discovery topics' names.
-        if slot_level(*state_slot) != WHOLE {
+        if !is_whole(*state_slot) {
             return None;
         }
-        let wholes = 1 + rest.iter().filter(|s| slot_level(**s) == WHOLE).count();
+        let wholes = 1 + rest.iter().filter(|s| is_whole(**s)).count();
         let (state_topic, more_names) = last_names(names, wholes).split_once('\0')?;
         let mut parts = text.parts();
         let (state_leaf, state_payload) = parts.next()?;
@@ -350,8 +356,8 @@ impl Store {
     }
 
     /// Whether `owner` wants exactly `topics` (names, order and payloads).
-    pub fn wants(&self, owner: &Owner, topics: &[(String, String)]) -> bool {
-        let Some(current) = self.desired.get(owner) else { return topics.is_empty() };
+    pub fn wants_exactly(&self, owner: &Owner, topics: &[(String, String)]) -> bool {
+        let Some(current) = self.wanted.get(owner) else { return topics.is_empty() };
         current.slots.len() == topics.len()
             && current
                 .full_names()
@@ -363,37 +369,32 @@ impl Store {
 
     /// The names of the topics `owner` wants, in publishing order.
     pub fn topics_of(&self, owner: &Owner) -> Vec<String> {
-        self.desired.get(owner).map_or_else(Vec::new, Wants::full_names)
+        self.wanted.get(owner).map_or_else(Vec::new, OwnerTopics::full_names)
     }
 
     /// The owners of one network's topics.
     pub fn owners_of(&self, network: &str) -> Vec<Owner> {
-        self.desired.owners_of(network)
+        self.wanted.owners_of(network)
     }
 
-    /// Records that `op` reached the client.
-    pub fn sent(&mut self, op: &Op) {
-        self.record(Receipt::of(op));
-    }
-
-    /// Records an operation that reached the client by its [`Receipt`].
+    /// Records that an operation reached the client, by its [`Op::receipt`].
     pub fn record(&mut self, receipt: Receipt) {
-        match receipt {
-            Receipt::Published { key, payload } => {
-                self.cleared.remove(&key);
+        match receipt.0 {
+            Sent::Published { topic, payload } => {
+                self.cleared.remove(&topic);
                 // Only whole names have an entry (every one wanted has); an attribute topic's
                 // slot already holds its print.
-                if let Some(t) = self.topics.get_mut(&key) {
-                    t.set_published(payload);
+                if let Some(t) = self.topics.get_mut(&topic) {
+                    t.set_published_print(payload);
                 }
             }
-            Receipt::Cleared { key, topic } => {
-                if let Some(t) = self.topics.get_mut(&key) {
-                    t.set_published(0);
+            Sent::Cleared { topic, name } => {
+                if let Some(t) = self.topics.get_mut(&topic) {
+                    t.set_published_print(0);
                 }
-                self.prune(key);
-                self.orphans.remove(&key);
-                self.cleared.insert(key, topic);
+                self.prune(topic);
+                self.orphans.remove(&topic);
+                self.cleared.insert(topic, name);
             }
         }
     }
@@ -406,7 +407,7 @@ impl Store {
         let mut stale: Vec<String> = self
             .orphans
             .values()
-            .chain(self.cleared.iter().filter(|(k, _)| !self.is_wanted(**k)).map(|(_, t)| t))
+            .chain(self.cleared.iter().filter(|(k, _)| self.owner_count(**k) == 0).map(|(_, t)| t))
             .map(|t| t.to_string())
             .collect();
         stale.sort();
@@ -416,51 +417,40 @@ impl Store {
         stale.into_iter().map(|topic| Op::Clear { topic }).collect()
     }
 
-    /// Whether some owner wants `topic`. An attribute topic is looked up in an index of the
-    /// whole names that have attributes, each with the set of its levels (0.4 MB on a big site
-    /// instead of 2.6 MB for a fingerprint of every attribute topic, and that index set the
-    /// bridge's peak during the scan). It is made at the first such question and kept until the
-    /// owners' names change or [`Store::forget_index`]: a scan for stale topics asks about every
-    /// topic.
-    pub fn is_desired(&mut self, topic: &str) -> bool {
-        if self.is_wanted(fingerprint(topic)) {
+    /// Whether a retained `topic` found on the broker is stale: no owner wants it and this
+    /// process has not published it (a topic left by an earlier run). `check` is the index the
+    /// scan asking holds ([`StaleCheck`]): a scan asks about every topic.
+    pub fn is_stale(&self, check: &mut StaleCheck, topic: &str) -> bool {
+        !self.is_wanted(check, topic) && self.published_print(fingerprint(topic)).is_none()
+    }
+
+    /// Whether some owner wants `topic`; an attribute topic is looked up in `check`'s index.
+    fn is_wanted(&self, check: &mut StaleCheck, topic: &str) -> bool {
+        if self.owner_count(fingerprint(topic)) > 0 {
             return true;
         }
-        // An attribute topic is its whole name, a slash and a level ([`compact`]).
+        // An attribute topic is its whole name, a slash and a level ([`OwnerTopics::of`]).
         let Some((base, level)) = topic.rsplit_once('/').and_then(|(base, leaf)| Some((base, level_index(leaf)?)))
         else {
             return false;
         };
-        let desired = &self.desired;
-        let index = self.attributes.get_or_insert_with(|| attribute_index(desired));
-        let base = fingerprint(base);
-        index.binary_search_by_key(&base, |(key, _)| *key).is_ok_and(|i| index[i].1 & (1 << level) != 0)
+        check.has_level(&self.wanted, self.names_version, base, level)
     }
 
-    /// Drops the index [`Store::is_desired`] made (the scan that asked is over).
-    pub fn forget_index(&mut self) {
-        self.attributes = None;
-    }
-
-    /// Whether this process has published `topic` (and not cleared it).
-    pub fn is_published(&self, topic: &str) -> bool {
-        self.published(fingerprint(topic)).is_some()
-    }
-
-    /// Whether what this process last published on `topic` is `text`.
-    pub fn published_is(&self, topic: &str, text: &str) -> bool {
-        self.published(fingerprint(topic)) == Some(payload_print(text))
+    /// Whether what this process last published on `topic` is `payload`.
+    pub fn has_published(&self, topic: &str, payload: &str) -> bool {
+        self.published_print(fingerprint(topic)) == Some(payload_print(payload))
     }
 
     /// How many topics are wanted (for tests: it walks everything).
     pub fn len(&self) -> usize {
-        let attributes = self.desired.values().flat_map(|w| w.slots.iter()).filter(|s| slot_level(**s) != WHOLE);
-        self.topics.values().filter(|t| t.wanted() > 0).count() + attributes.count()
+        let attributes = self.wanted.values().flat_map(|w| w.slots.iter()).filter(|s| !is_whole(**s));
+        self.topics.values().filter(|t| t.owner_count() > 0).count() + attributes.count()
     }
 
     /// Whether no topic is wanted.
     pub fn is_empty(&self) -> bool {
-        self.desired.is_empty() && self.topics.values().all(|t| t.wanted() == 0)
+        self.wanted.is_empty() && self.topics.values().all(|t| t.owner_count() == 0)
     }
 }
 

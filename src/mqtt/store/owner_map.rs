@@ -1,21 +1,16 @@
 //! [`OwnerMap`]: a map keyed by [`Owner`], laid out by network and, within a network, as lists of
 //! ids kept sorted.
 //!
-//! The store keeps what every owner wants in one of these. On a big site that is ~30,000 owners
-//! (25,000 units, 2,500 groups, 2,000 scenes, 100 networks). As one hash map they took a table of
-//! 65,536 slots of 56 bytes: hash tables grow by doubling when 7/8 full, and 29,601 owners are
-//! just past 7/8 of 32,768. That 4 MiB table was half empty, and the moment it doubled (both
-//! tables alive) set the bridge's peak memory (heap profile). Here a
-//! unit costs its id and its value in its network's list (40 bytes for the store's values), a
-//! network's lists are a few kilobytes each, and nothing on the way grows past its network.
+//! The store keeps what every owner wants in one of these. A big site has tens of thousands of
+//! owners (units, groups, scenes, networks). One hash map of them all is a table that grows by
+//! doubling, half empty after it grows, and while it grows both tables are alive: that moment
+//! would set the bridge's peak memory. Here a unit costs its id and its value in its network's
+//! list, and nothing grows past its network.
 //!
-//! A lookup hashes the network's id once (most of what hashing the whole owner did) and then
-//! binary-searches a list of at most a few hundred ids. Per changed frame, the hot path's
-//! instructions fell with this change and the release build's fat LTO together
-//! (the release profile's `lto = "fat"` in Cargo.toml);
-//! the two were not counted apart.
+//! A lookup hashes the network's id once (most of what hashing the whole owner would cost) and
+//! then binary-searches a list of at most a few hundred ids.
 
-use super::render::Owner;
+use crate::mqtt::render::Owner;
 use foldhash::HashMap;
 use std::sync::Arc;
 
