@@ -13,6 +13,7 @@
 //! Nothing here spawns tasks or keeps sockets open; the bridge's supervisor drives it.
 
 pub mod channel;
+pub mod datapoints_fetch;
 pub mod error;
 pub mod model;
 pub mod quota;
