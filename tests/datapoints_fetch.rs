@@ -2,108 +2,17 @@
 //! `+` offsets, a session expiring mid-fetch, points of units the bridge never saw, and the
 //! incremental tracker.
 
+mod datapoints_support;
+
 use std::ops::ControlFlow;
-use std::sync::Arc;
 use std::time::Duration;
 
+use casambi2mqtt::cloud::datapoints_fetch::FetchError;
 use casambi2mqtt::cloud::datapoints_fetch::tracker::Tracker;
-use casambi2mqtt::cloud::datapoints_fetch::{Datapoint, FetchError, FetchOptions, Fetcher};
-use casambi2mqtt::cloud::model::{Credentials, Secret};
-use casambi2mqtt::cloud::quota::{QuotaConfig, QuotaGuard};
-use casambi2mqtt::cloud::rest::{DataType, DatapointQuery};
-use casambi2mqtt::cloud::session::LoginPolicy;
-use casambi2mqtt::cloud::{RestClient, RestConfig, SessionManager};
-use casambi2mqtt::sim::site::{DEMO_API_KEY, DEMO_NETWORK_EMAIL, DEMO_PASSWORD, Site, Unit};
-use casambi2mqtt::sim::{SimConfig, Simulator};
-use chrono::{DateTime, DurationRound, FixedOffset, TimeDelta, Utc};
-
-const HOME: &str = "7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b";
-
-struct Harness {
-    sim: Simulator,
-    rest: RestClient,
-    sessions: SessionManager,
-}
-
-impl Harness {
-    async fn start(config: SimConfig) -> Harness {
-        let sim = Simulator::start_local(config).await.unwrap();
-        let limits = QuotaConfig {
-            max_requests_per_minute: std::num::NonZeroU32::new(60_000).unwrap(),
-            ..QuotaConfig::default()
-        };
-        let quota = Arc::new(QuotaGuard::new(&limits));
-        let rest = RestClient::new(RestConfig::new(sim.base_url().parse().unwrap(), Secret::new(DEMO_API_KEY)), quota)
-            .unwrap();
-        let creds = Credentials::new(DEMO_NETWORK_EMAIL, DEMO_PASSWORD);
-        let sessions = SessionManager::new(rest.clone(), creds, vec![HOME.into()], LoginPolicy::default());
-        Harness { sim, rest, sessions }
-    }
-
-    async fn demo() -> Harness {
-        Harness::start(SimConfig::new(Site::demo())).await
-    }
-
-    fn fetcher(&self, page_limit: u32) -> Fetcher<'_, RestClient, SessionManager> {
-        let filter = DatapointQuery { data_types: all_types(), ..DatapointQuery::default() };
-        let options = FetchOptions { filter, page_limit, ..FetchOptions::default() };
-        Fetcher::new(&self.rest, &self.sessions, HOME, options)
-    }
-
-    /// The points of `[from, to)` asked directly, in pieces of at most `piece` and one page each.
-    async fn reference(&self, from: DateTime<Utc>, to: DateTime<Utc>, piece: TimeDelta) -> Vec<Datapoint> {
-        let sid = self.sessions.current(HOME).map(|s| s.session_id);
-        let sid = match sid {
-            Some(s) => s,
-            None => self.sessions.open().await.unwrap().sessions[0].session_id.clone(),
-        };
-        let mut all = Vec::new();
-        let mut start = from;
-        while start < to {
-            let end = (start + piece).min(to);
-            let query = DatapointQuery {
-                data_types: all_types(),
-                limit: Some(100_000),
-                ..DatapointQuery::between(&start, &end)
-            };
-            let page = self.rest.datapoints(&sid, HOME, &query).await.unwrap();
-            assert!(!page.has_more_results);
-            all.extend(page.data_points.into_iter().map(|p| Datapoint::from_wire(p).unwrap()));
-            start = end;
-        }
-        all
-    }
-
-    fn statuses(&self) -> Vec<u16> {
-        self.sim
-            .shared()
-            .log
-            .requests()
-            .iter()
-            .filter(|r| r.path.starts_with("/datapoints"))
-            .map(|r| r.status)
-            .collect()
-    }
-}
-
-/// A sink that keeps every point.
-fn collect(into: &mut Vec<Datapoint>) -> impl FnMut(Vec<Datapoint>) -> ControlFlow<()> + '_ {
-    |page| {
-        into.extend(page);
-        ControlFlow::Continue(())
-    }
-}
-
-fn all_types() -> Vec<DataType> {
-    use DataType::*;
-    vec![Sensors, Vendor, Control, Energy, Details, Status]
-}
-
-/// A day ending on a whole hour two days ago: inside the retention, away from "now".
-fn past_day() -> (DateTime<Utc>, DateTime<Utc>) {
-    let to = (Utc::now() - TimeDelta::days(2)).duration_trunc(TimeDelta::hours(1)).unwrap();
-    (to - TimeDelta::days(1), to)
-}
+use casambi2mqtt::sim::SimConfig;
+use casambi2mqtt::sim::site::{Site, Unit};
+use chrono::{FixedOffset, TimeDelta, Utc};
+use datapoints_support::{HOME, Harness, collect, past_day};
 
 #[tokio::test]
 async fn every_page_of_a_range_arrives_once_in_time_order() {

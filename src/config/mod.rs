@@ -25,7 +25,7 @@ mod reader;
 mod secrets;
 mod validate;
 
-pub use datapoints::{DatapointSettings, SensorSemantics};
+pub use datapoints::{DATA_TYPES, DatapointSettings, SensorSemantics};
 pub use env::{PREFIX as ENV_PREFIX, var_for as env_var_for};
 pub use error::{ConfigError, Detail, Problem};
 pub use file::{
