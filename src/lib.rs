@@ -14,6 +14,7 @@ pub mod coalesce;
 pub mod color;
 pub mod commands;
 pub mod config;
+pub mod datapoints_task;
 pub mod health;
 pub mod json_object;
 pub mod mqtt;

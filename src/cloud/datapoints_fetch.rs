@@ -131,7 +131,7 @@ impl Default for FetchOptions {
 /// What a fetch did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FetchSummary {
-    /// Points handed to the sink.
+    /// Points the sink took.
     pub points: usize,
     /// Pages asked for (answered 200).
     pub pages: usize,
@@ -216,6 +216,11 @@ impl<'a, S: PageSource, P: SessionProvider> Fetcher<'a, S, P> {
     /// A fetcher for `network`.
     pub fn new(source: &'a S, sessions: &'a P, network: &'a str, options: FetchOptions) -> Self {
         Self { source, sessions, network, options }
+    }
+
+    /// The network fetched.
+    pub fn network(&self) -> &str {
+        self.network
     }
 
     /// The options in use.
@@ -347,8 +352,12 @@ impl<'a, S: PageSource, P: SessionProvider> Fetcher<'a, S, P> {
         if points.is_empty() {
             return ControlFlow::Continue(());
         }
-        summary.points += points.len();
-        sink(points)
+        let count = points.len();
+        let flow = sink(points);
+        if flow.is_continue() {
+            summary.points += count;
+        }
+        flow
     }
 
     /// One page, retried on transient errors, with one session renewal after a 410.

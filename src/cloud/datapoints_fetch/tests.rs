@@ -308,3 +308,31 @@ async fn the_sink_can_stop_the_fetch() {
     assert!(summary.stopped);
     assert_eq!((pages, service.requests().len()), (1, 1));
 }
+
+#[tokio::test]
+async fn a_page_the_sink_refuses_is_asked_again_next_time() {
+    let service = Service::new(grid("2026-11-20T00:00:00Z", 10, 3));
+    let sessions = Sessions::default();
+    let fetcher = Fetcher::new(&service, &sessions, "n1", options(7));
+    let mut tracker = Tracker::new(TimeDelta::days(30));
+    let now = at("2026-11-21T00:00:00Z");
+    let mut got = Vec::new();
+    let mut room = 2;
+    while got.len() < 30 {
+        room += 1;
+        let mut taken = 0;
+        let summary = tracker
+            .fetch_new(&fetcher, now, |page| {
+                if taken == room {
+                    return ControlFlow::Break(());
+                }
+                taken += 1;
+                got.extend(page);
+                ControlFlow::Continue(())
+            })
+            .await
+            .unwrap();
+        assert!(summary.stopped || got.len() == 30, "{summary:?}");
+    }
+    assert_eq!(got, expected(&service), "nothing lost, nothing twice");
+}

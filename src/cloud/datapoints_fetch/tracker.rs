@@ -39,14 +39,14 @@ impl Tracker {
 
     /// Notes points handed on.
     pub fn observe(&mut self, points: &[Datapoint]) {
-        if let Some(t) = points.iter().map(|p| p.time).max() {
-            self.newest = Some(self.newest.map_or(t, |n| n.max(t)));
-        }
+        // `None` orders before every time, so an empty batch changes nothing.
+        self.newest = self.newest.max(points.iter().map(|p| p.time).max());
     }
 
-    /// Fetches what is new at `now` into `sink`. Points handed on before an error count as
-    /// seen: the fetcher hands on only whole times, so the next call resumes after them and
-    /// loses nothing.
+    /// Fetches what is new at `now` into `sink`. Pages the sink took count as seen, also before
+    /// an error: the fetcher hands on only whole times, so the next call resumes after them and
+    /// loses nothing. A page the sink refuses (`ControlFlow::Break`, e.g. a full channel) stops
+    /// the fetch and does not count: the next call asks for it again.
     pub async fn fetch_new<S, P, F>(
         &mut self,
         fetcher: &Fetcher<'_, S, P>,
@@ -63,8 +63,12 @@ impl Tracker {
         };
         fetcher
             .fetch(from, to, |points| {
-                self.observe(&points);
-                sink(points)
+                let newest = points.iter().map(|p| p.time).max();
+                let flow = sink(points);
+                if flow.is_continue() {
+                    self.newest = self.newest.max(newest);
+                }
+                flow
             })
             .await
     }
