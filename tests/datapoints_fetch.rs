@@ -1,18 +1,24 @@
 //! The datapoint fetcher against the simulated service: every page of a range, 416 splits,
-//! `+` offsets, a session expiring mid-fetch, points of units the bridge never saw, and the
-//! incremental tracker.
+//! `+` offsets, a session expiring mid-fetch, points of units the bridge never saw, the
+//! incremental tracker, and a body cut off mid-JSON.
 
 mod datapoints_support;
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::Duration;
 
-use casambi2mqtt::cloud::datapoints_fetch::FetchError;
 use casambi2mqtt::cloud::datapoints_fetch::tracker::Tracker;
+use casambi2mqtt::cloud::datapoints_fetch::{FetchError, FetchOptions, Fetcher, SessionProvider};
+use casambi2mqtt::cloud::model::Secret;
+use casambi2mqtt::cloud::quota::{QuotaConfig, QuotaGuard};
+use casambi2mqtt::cloud::rest::DatapointQuery;
+use casambi2mqtt::cloud::{CloudError, RestClient, RestConfig};
 use casambi2mqtt::sim::SimConfig;
 use casambi2mqtt::sim::site::{Site, Unit};
 use chrono::{FixedOffset, TimeDelta, Utc};
 use datapoints_support::{HOME, Harness, collect, past_day};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test]
 async fn every_page_of_a_range_arrives_once_in_time_order() {
@@ -126,4 +132,53 @@ async fn the_tracker_asks_only_for_what_is_new() {
     let later = now + TimeDelta::minutes(15);
     tracker.fetch_new(&fetcher, later, collect(&mut second)).await.unwrap();
     assert!(second.iter().all(|p| p.time > newest), "only points after {newest}");
+}
+
+/// A session that never expires, for a server that does not check it.
+struct FixedSession;
+
+impl SessionProvider for FixedSession {
+    async fn session(&self, _: &str) -> Result<(Secret, u64), CloudError> {
+        Ok((Secret::new("s"), 1))
+    }
+
+    async fn renew(&self, _: &str, seen: u64) -> Result<(Secret, u64), CloudError> {
+        Ok((Secret::new("s"), seen + 1))
+    }
+}
+
+#[tokio::test]
+async fn a_body_cut_off_mid_json_is_a_typed_error_naming_the_cause() {
+    // A server whose answer ends inside the JSON (a proxy that cut the body short).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0; 4096];
+            let _ = socket.read(&mut buf).await;
+            let body = r#"{"resultCount":2,"hasMoreResults":false,"dataPoints":[{"unit":1,"key":"lux","val"#;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = socket.write_all(format!("{head}{body}").as_bytes()).await;
+        }
+    });
+    let quota = Arc::new(QuotaGuard::new(&QuotaConfig::default()));
+    let rest =
+        RestClient::new(RestConfig::new(format!("http://{addr}").parse().unwrap(), Secret::new("k")), quota).unwrap();
+    let options = FetchOptions {
+        filter: DatapointQuery { keys: vec!["lux".into()], ..DatapointQuery::default() },
+        ..FetchOptions::default()
+    };
+    let fetcher = Fetcher::new(&rest, &FixedSession, HOME, options);
+    let (from, to) = past_day();
+    let err = fetcher.fetch_all(from, to).await.unwrap_err();
+    match &err {
+        FetchError::Truncated { from: at, cause } => {
+            assert_eq!(*at, from);
+            assert!(cause.contains("EOF"), "{cause}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
