@@ -13,6 +13,7 @@ pub mod cloud;
 pub mod color;
 pub mod commands;
 pub mod config;
+pub mod datapoints_task;
 pub mod health;
 pub mod json_object;
 pub mod mqtt;

@@ -224,7 +224,7 @@ async fn history_is_deterministic_for_the_seed() {
     assert_eq!(a["resultCount"], c["resultCount"]);
     assert_ne!(a["dataPoints"], c["dataPoints"]);
     let keys: std::collections::BTreeSet<&str> = points(&a).iter().map(|p| p["key"].as_str().unwrap()).collect();
-    for key in ["dimmer", "cct", "presence", "lux", "battery_level", "power", "status"] {
+    for key in ["dimmer", "cct", "presence", "lux", "battery_level", "power", "energy", "status"] {
         assert!(keys.contains(key), "{key}");
     }
 }

@@ -17,6 +17,7 @@
 //! reads `./config.yaml` when it exists and otherwise starts from the defaults, so a container can
 //! be configured by environment variables alone.
 
+mod datapoints;
 mod env;
 mod error;
 mod file;
@@ -24,6 +25,7 @@ mod reader;
 mod secrets;
 mod validate;
 
+pub use datapoints::{DATA_TYPES, DatapointSettings, SensorSemantics};
 pub use env::{PREFIX as ENV_PREFIX, var_for as env_var_for};
 pub use error::{ConfigError, Detail, Problem};
 pub use file::{
@@ -90,6 +92,8 @@ pub struct Config {
     pub health: HealthSettings,
     /// `log:` — logging.
     pub log: LogSettings,
+    /// `datapoints:` — fetching logged datapoints.
+    pub datapoints: DatapointSettings,
     /// The file the configuration came from; `None` = defaults and environment only.
     pub file: Option<PathBuf>,
 }
@@ -139,7 +143,7 @@ pub fn known_keys() -> Vec<String> {
 }
 
 /// The keys of each section (for `networks`, of one entry).
-fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 7] {
+fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 8] {
     [
         ("cloud", fields_of::<CloudFile>()),
         ("networks", fields_of::<NetworkFile>()),
@@ -148,6 +152,7 @@ fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 7] {
         ("output", fields_of::<OutputSettings>()),
         ("health", fields_of::<HealthFile>()),
         ("log", fields_of::<LogFile>()),
+        ("datapoints", fields_of::<datapoints::DatapointsFile>()),
     ]
 }
 
@@ -176,6 +181,7 @@ fn parse_with(
     let output = reader.section::<OutputSettings>("output");
     let health = reader.section::<HealthFile>("health");
     let log = reader.section::<LogFile>("log");
+    let datapoints = reader.section::<datapoints::DatapointsFile>("datapoints");
 
     let cloud = cloud.and_then(|c| validate::cloud(&mut reader, c));
     let networks = networks.and_then(|n| validate::networks(&mut reader, n));
@@ -185,18 +191,24 @@ fn parse_with(
     };
     let health = health.and_then(|h| validate::health(&mut reader, h));
     let log = log.and_then(|l| validate::log(&mut reader, l));
+    let datapoints = datapoints.and_then(|d| datapoints::validate(&mut reader, d));
 
-    match (cloud, networks, mqtt, health, log) {
-        (Some(cloud), Some(networks), Some(m), Some(health), Some(log)) if reader.problems.is_empty() => Ok(Config {
-            cloud,
-            networks,
-            mqtt: m.mqtt,
-            homeassistant: m.homeassistant,
-            output: m.output,
-            health,
-            log,
-            file: path.map(Path::to_path_buf),
-        }),
+    match (cloud, networks, mqtt, health, log, datapoints) {
+        (Some(cloud), Some(networks), Some(m), Some(health), Some(log), Some(datapoints))
+            if reader.problems.is_empty() =>
+        {
+            Ok(Config {
+                cloud,
+                networks,
+                mqtt: m.mqtt,
+                homeassistant: m.homeassistant,
+                output: m.output,
+                health,
+                log,
+                datapoints,
+                file: path.map(Path::to_path_buf),
+            })
+        }
         _ if reader.problems.is_empty() => Err(ConfigError::Invalid(vec![Problem::invalid(
             "configuration",
             "could not be read (no details; please report this)",

@@ -13,7 +13,7 @@ use serde_yaml::{Mapping, Value};
 use std::collections::HashSet;
 
 /// The top-level keys.
-pub const SECTIONS: [&str; 7] = ["cloud", "networks", "mqtt", "homeassistant", "output", "health", "log"];
+pub const SECTIONS: [&str; 8] = ["cloud", "networks", "mqtt", "homeassistant", "output", "health", "log", "datapoints"];
 
 /// The merged configuration tree and the problems found so far.
 pub(crate) struct Reader {

@@ -32,9 +32,14 @@
 //! | `lux` | `sensors` | units with a Lux control | 0..2000, one decimal |
 //! | `battery_level` | `sensors` | Lux sensors, units with a Switch control or of type `BatterySwitch` | 50..100 |
 //! | `power` | `energy` | units with a Dimmer or OnOff control | watts: the dimmer (or on/off) value of the same slot × 40 |
+//! | `energy` | `energy` | units with a `power` key | kWh, six decimals: a cumulative meter, `power × 0.25 h / 1000` of every slot before this one added to a per-unit start (0..5000 kWh) since a fixed origin ([`energy`]) |
 //! | `driver_temperature` | `vendor` | units with a Dimmer control | °C, 30..60, one decimal |
 //! | `operating_hours` | `details` | units of type `Luminaire` | a running hour counter |
 //! | `status` | `status` | every unit | `ok` |
+
+mod energy;
+
+pub use energy::EnergyLedger;
 
 use super::images::fnv1a;
 use super::site;
@@ -116,6 +121,8 @@ pub enum Key {
     BatteryLevel,
     /// `power`
     Power,
+    /// `energy`
+    Energy,
     /// `driver_temperature`
     DriverTemperature,
     /// `operating_hours`
@@ -135,6 +142,7 @@ impl Key {
             Key::Lux => "lux",
             Key::BatteryLevel => "battery_level",
             Key::Power => "power",
+            Key::Energy => "energy",
             Key::DriverTemperature => "driver_temperature",
             Key::OperatingHours => "operating_hours",
             Key::Status => "status",
@@ -146,7 +154,7 @@ impl Key {
         match self {
             Key::Dimmer | Key::Cct | Key::OnOff => DataType::Control,
             Key::Presence | Key::Lux | Key::BatteryLevel => DataType::Sensors,
-            Key::Power => DataType::Energy,
+            Key::Power | Key::Energy => DataType::Energy,
             Key::DriverTemperature => DataType::Vendor,
             Key::OperatingHours => DataType::Details,
             Key::Status => DataType::Status,
@@ -379,6 +387,7 @@ impl UnitSeries {
         add(has("Lux"), Key::Lux);
         add(has("Lux") || has("Switch") || unit.kind == "BatterySwitch", Key::BatteryLevel);
         add(has("Dimmer") || has("OnOff"), Key::Power);
+        add(has("Dimmer") || has("OnOff"), Key::Energy);
         add(has("Dimmer"), Key::DriverTemperature);
         add(unit.kind == "Luminaire", Key::OperatingHours);
         add(true, Key::Status);
@@ -420,6 +429,8 @@ pub struct History<'a> {
     pub network: &'a str,
     /// The present, ms since the epoch: no point is newer, none older than the retention.
     pub now_ms: i64,
+    /// The run's energy meters.
+    pub energy: &'a EnergyLedger,
 }
 
 impl History<'_> {
@@ -438,17 +449,24 @@ impl History<'_> {
         let total = u128::from(slots) * pairs.len() as u128;
         let take = total.min(u128::from(query.limit)) as usize;
         let mut points = Vec::with_capacity(take);
+        // Energy meters are read once at the first slot, then advanced by each slot's power.
+        let mut meters: Vec<Option<u64>> = pairs
+            .iter()
+            .map(|(unit, key)| (*key == Key::Energy && take > 0).then(|| self.energy.meter(self, unit, first)))
+            .collect();
         'slots: for slot in first..end {
-            for (unit, key) in &pairs {
+            for ((unit, key), meter) in pairs.iter().zip(&mut meters) {
                 if points.len() >= take {
                     break 'slots;
                 }
-                points.push(Point {
-                    unit: unit.id,
-                    key: *key,
-                    value: self.value(unit, *key, slot),
-                    time_ms: slot * SLOT_MS,
-                });
+                let value = match meter {
+                    Some(reading) => energy::kwh(*reading),
+                    None => self.value(unit, *key, slot),
+                };
+                points.push(Point { unit: unit.id, key: *key, value, time_ms: slot * SLOT_MS });
+                if let Some(reading) = meter {
+                    *reading += self.power_tenths(unit, slot);
+                }
             }
         }
         Answer { points, has_more: total > u128::from(query.limit) }
@@ -464,15 +482,38 @@ impl History<'_> {
         ])
     }
 
-    /// The dimmer level of a unit in a slot (also drives `power`).
-    fn level(&self, unit: i64, slot: i64) -> f64 {
+    /// The dimmer level of a unit in a slot in hundredths (also drives `power`).
+    fn level_hundredths(&self, unit: i64, slot: i64) -> u64 {
         let h = self.hash(unit, Key::Dimmer, slot);
-        if h.is_multiple_of(4) { 0.0 } else { ((h >> 8) % 101) as f64 / 100.0 }
+        if h.is_multiple_of(4) { 0 } else { (h >> 8) % 101 }
+    }
+
+    /// The dimmer level of a unit in a slot, 0..1.
+    fn level(&self, unit: i64, slot: i64) -> f64 {
+        self.level_hundredths(unit, slot) as f64 / 100.0
+    }
+
+    /// Whether an on/off unit is on in a slot.
+    fn on(&self, unit: i64, slot: i64) -> u8 {
+        u8::from(!self.hash(unit, Key::OnOff, slot).is_multiple_of(3))
+    }
+
+    /// A unit's `power` in a slot in tenths of a watt: exactly the value `power` shows, × 10.
+    fn power_tenths(&self, unit: &UnitSeries, slot: i64) -> u64 {
+        if unit.keys.contains(&Key::Dimmer) {
+            self.level_hundredths(unit.id, slot) * 4
+        } else {
+            u64::from(self.on(unit.id, slot)) * 400
+        }
+    }
+
+    /// A unit's energy meter reading at the origin, whole kWh.
+    fn energy_base(&self, unit: i64) -> u64 {
+        self.hash(unit, Key::Energy, 0) % 5000
     }
 
     fn value(&self, unit: &UnitSeries, key: Key, slot: i64) -> String {
         let h = self.hash(unit.id, key, slot);
-        let on = |unit: i64| u8::from(!self.hash(unit, Key::OnOff, slot).is_multiple_of(3));
         match key {
             Key::Dimmer => self.level(unit.id, slot).to_string(),
             Key::Cct => {
@@ -480,15 +521,20 @@ impl History<'_> {
                 let steps = ((max - min) / 100.0).floor().max(0.0) as u64;
                 (min + (h % (steps + 1)) as f64 * 100.0).to_string()
             }
-            Key::OnOff => on(unit.id).to_string(),
+            Key::OnOff => self.on(unit.id, slot).to_string(),
             Key::Presence => (if h.is_multiple_of(3) { "present" } else { "absent" }).to_string(),
             Key::Lux => format!("{:.1}", (h % 20_001) as f64 / 10.0),
             Key::BatteryLevel => (50 + h % 51).to_string(),
             Key::Power => {
-                let level =
-                    if unit.keys.contains(&Key::Dimmer) { self.level(unit.id, slot) } else { f64::from(on(unit.id)) };
+                let level = if unit.keys.contains(&Key::Dimmer) {
+                    self.level(unit.id, slot)
+                } else {
+                    f64::from(self.on(unit.id, slot))
+                };
                 format!("{:.1}", level * 40.0)
             }
+            // Read through the ledger in `answer`; a lone reading goes there too.
+            Key::Energy => energy::kwh(self.energy.meter(self, unit, slot)),
             Key::DriverTemperature => format!("{:.1}", 30.0 + (h % 301) as f64 / 10.0),
             Key::OperatingHours => {
                 // A running hour counter: a per-unit start plus the hours of the grid, so it

@@ -126,6 +126,8 @@ pub struct Shared {
     pub log: Log,
     /// When the simulator started (log times are relative to it).
     pub started: Instant,
+    /// The energy meters of the datapoint history (their origin is fixed at the start).
+    pub energy: datapoints::EnergyLedger,
     /// Faults for the WebSocket connections.
     pub wire_faults: broadcast::Sender<WireFault>,
     /// Answer the next N REST requests with 500 (fault injection).
@@ -218,6 +220,7 @@ impl Simulator {
             auth: Mutex::new(auth),
             log: Log::default(),
             started: Instant::now(),
+            energy: datapoints::EnergyLedger::new(chrono::Utc::now().timestamp_millis()),
             wire_faults,
             fail_next: std::sync::atomic::AtomicU32::new(0),
             shutdown: CancellationToken::new(),

@@ -1,5 +1,6 @@
 use super::*;
 use crate::sim::site::Site;
+use std::collections::BTreeMap;
 
 fn ms(iso: &str) -> i64 {
     DateTime::parse_from_rfc3339(iso).unwrap().timestamp_millis()
@@ -78,8 +79,8 @@ fn demo_units() -> Vec<UnitSeries> {
 fn keys_follow_unit_kinds() {
     let units = demo_units();
     let names = |i: usize| units[i].keys.iter().map(|k| k.name()).collect::<Vec<_>>();
-    assert_eq!(names(0), ["dimmer", "power", "driver_temperature", "operating_hours", "status"]);
-    assert_eq!(names(1), ["dimmer", "cct", "power", "driver_temperature", "operating_hours", "status"]);
+    assert_eq!(names(0), ["dimmer", "power", "energy", "driver_temperature", "operating_hours", "status"]);
+    assert_eq!(names(1), ["dimmer", "cct", "power", "energy", "driver_temperature", "operating_hours", "status"]);
     assert_eq!(names(3), ["presence", "status"]);
     assert_eq!(names(4), ["lux", "battery_level", "status"]);
     assert_eq!(names(5), ["battery_level", "status"]);
@@ -88,7 +89,8 @@ fn keys_follow_unit_kinds() {
 #[test]
 fn history_is_on_the_grid_ordered_limited_and_deterministic() {
     let now = ms("2026-11-20T12:07:00Z");
-    let h = History { seed: 7, network: "n", now_ms: now };
+    let ledger = EnergyLedger::new(now);
+    let h = History { seed: 7, network: "n", now_ms: now, energy: &ledger };
     let units = demo_units();
     let q = Query::parse(Some("keys=dimmer&from=2026-11-20T10:00&to=2026-11-20T11:00")).unwrap();
     let a = h.answer(&q, &units);
@@ -116,7 +118,8 @@ fn history_is_on_the_grid_ordered_limited_and_deterministic() {
 #[test]
 fn history_respects_retention_and_now() {
     let now = ms("2026-11-20T12:07:00Z");
-    let h = History { seed: 1, network: "n", now_ms: now };
+    let ledger = EnergyLedger::new(now);
+    let h = History { seed: 1, network: "n", now_ms: now, energy: &ledger };
     let units = demo_units();
     let old = Query::parse(Some("keys=status&from=2026-09-01&to=2026-09-02")).unwrap();
     assert!(h.answer(&old, &units).points.is_empty());
@@ -132,7 +135,8 @@ fn history_respects_retention_and_now() {
 #[test]
 fn values_are_in_range() {
     let now = ms("2026-11-20T12:07:00Z");
-    let h = History { seed: 3, network: "n", now_ms: now };
+    let ledger = EnergyLedger::new(now);
+    let h = History { seed: 3, network: "n", now_ms: now, energy: &ledger };
     let q =
         Query::parse(Some("dataType=sensors,control,energy,vendor,details,status&from=20261119&to=20261120")).unwrap();
     let a = h.answer(&q, &demo_units());
@@ -145,6 +149,7 @@ fn values_are_in_range() {
             Key::Lux => assert!((0.0..=2000.0).contains(&p.value.parse::<f64>().unwrap())),
             Key::BatteryLevel => assert!((50..=100).contains(&p.value.parse::<u32>().unwrap())),
             Key::Power => assert!((0.0..=40.0).contains(&p.value.parse::<f64>().unwrap())),
+            Key::Energy => assert!((0.0..=6000.0).contains(&p.value.parse::<f64>().unwrap())),
             _ => assert!(!p.value.is_empty()),
         }
     }
@@ -153,4 +158,47 @@ fn values_are_in_range() {
     assert_eq!(json["queryLimit"], 10_000);
     assert_eq!(json["errors"], "");
     assert_eq!(json["hasMoreResults"], false);
+}
+
+/// `(unit, slot) -> value` of one key in an answer.
+fn series(a: &Answer, key: Key) -> BTreeMap<(i64, i64), f64> {
+    a.points
+        .iter()
+        .filter(|p| p.key == key)
+        .map(|p| ((p.unit, p.time_ms / SLOT_MS), p.value.parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn energy_is_a_meter_of_the_power_samples() {
+    let now = ms("2026-11-20T12:07:00Z");
+    let ledger = EnergyLedger::new(now - 3 * 24 * 3600 * 1000);
+    let h = History { seed: 5, network: "n", now_ms: now, energy: &ledger };
+    let units = demo_units();
+    // Two days, across the ledger's day boundaries.
+    let q = Query::parse(Some("keys=power,energy&from=2026-11-18T06:00&to=2026-11-20T06:00")).unwrap();
+    let a = h.answer(&q, &units);
+    let (power, energy) = (series(&a, Key::Power), series(&a, Key::Energy));
+    assert_eq!(power.len(), energy.len());
+    assert_eq!(energy.keys().map(|k| k.0).collect::<std::collections::BTreeSet<_>>().len(), 5, "dimmers and the relay");
+    let mut steps = 0;
+    for (&(unit, slot), &reading) in &energy {
+        if let Some(&next) = energy.get(&(unit, slot + 1)) {
+            let want = power[&(unit, slot)] * 0.25 / 1000.0;
+            assert!((next - reading - want).abs() < 1e-9, "unit {unit} slot {slot}: {reading} -> {next}, power {want}");
+            assert!(next >= reading, "total_increasing");
+            steps += 1;
+        }
+    }
+    assert_eq!(steps, 5 * (2 * 96 - 1));
+    assert!(power.values().any(|p| *p > 0.0));
+
+    // A reading does not depend on where the query starts, nor on what the ledger computed before.
+    let late = Query::parse(Some("keys=energy&from=2026-11-19T23:45&to=2026-11-20T00:15")).unwrap();
+    let fresh = EnergyLedger::new(now - 3 * 24 * 3600 * 1000);
+    let again = History { energy: &fresh, ..h }.answer(&late, &units);
+    for (k, v) in series(&again, Key::Energy) {
+        assert_eq!(energy[&k], v, "{k:?}");
+    }
+    assert_eq!(series(&again, Key::Energy).len(), 10);
 }

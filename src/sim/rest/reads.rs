@@ -152,7 +152,12 @@ pub(super) fn datapoints(
             QueryError::Invalid(text) => ApiError::BadRequest(text),
             QueryError::IntervalTooLong => ApiError::IntervalTooLong,
         })?;
-    let history = History { seed: shared.config.seed, network: id, now_ms: chrono::Utc::now().timestamp_millis() };
+    let history = History {
+        seed: shared.config.seed,
+        network: id,
+        now_ms: chrono::Utc::now().timestamp_millis(),
+        energy: &shared.energy,
+    };
     let answer = history.answer(&query, &units);
     let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(json_response(datapoints::render(&answer, query.limit, elapsed)))

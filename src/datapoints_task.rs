@@ -1,0 +1,121 @@
+//! The per-network datapoints task (docs/datapoints.md#only-what-is-new): every
+//! `datapoints.interval` it fetches what the network logged since the newest datapoint it handed
+//! on — the first time `datapoints.lookback` back — and hands each page to the publish path
+//! through a bounded channel.
+//!
+//! The channel is the back-pressure: a page that does not fit stops the fetch without counting
+//! as seen, the task waits for room and goes on from there, so a long first fetch neither piles
+//! up in memory nor loses a page. A failed fetch is logged and the next interval resumes after
+//! the newest time handed on.
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio_util::sync::CancellationToken;
+
+use crate::cloud::datapoints_fetch::tracker::{RETENTION, Tracker};
+use crate::cloud::datapoints_fetch::{Datapoint, FetchOptions, Fetcher, PageSource, SessionProvider};
+use crate::cloud::rest::DatapointQuery;
+use crate::config::DatapointSettings;
+
+/// One page of a network's new datapoints, oldest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch {
+    /// Network id.
+    pub network: String,
+    /// The points, in time order.
+    pub points: Vec<Datapoint>,
+}
+
+/// When the task fetches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Time between fetches.
+    pub interval: Duration,
+    /// Reach of the first fetch.
+    pub lookback: Duration,
+}
+
+impl Schedule {
+    /// The schedule of the `datapoints:` section.
+    pub fn of(settings: &DatapointSettings) -> Schedule {
+        Schedule { interval: settings.interval, lookback: settings.lookback }
+    }
+}
+
+/// The fetch options of the `datapoints:` section: its `dataType` filter, every unit.
+pub fn fetch_options(settings: &DatapointSettings) -> FetchOptions {
+    let filter = DatapointQuery { data_types: settings.data_types.clone(), ..DatapointQuery::default() };
+    FetchOptions { filter, ..FetchOptions::default() }
+}
+
+/// Why the task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskEnd {
+    /// The shutdown token was cancelled.
+    Shutdown,
+    /// The receiving end of the channel is gone.
+    ReceiverGone,
+}
+
+/// Runs the task of one network until `shutdown` or until `out` is closed.
+pub async fn run<S: PageSource, P: SessionProvider>(
+    fetcher: &Fetcher<'_, S, P>,
+    schedule: Schedule,
+    out: mpsc::Sender<Batch>,
+    shutdown: CancellationToken,
+) -> TaskEnd {
+    let network = fetcher.network();
+    let mut tracker = Tracker::new(TimeDelta::from_std(schedule.lookback).unwrap_or(RETENTION));
+    let mut ticks = tokio::time::interval(schedule.interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return TaskEnd::Shutdown,
+            () = out.closed() => return TaskEnd::ReceiverGone,
+            _ = ticks.tick() => {}
+        }
+        // One interval: fetch, and while the channel was full, wait for room and go on.
+        loop {
+            let (mut full, mut closed) = (false, false);
+            let fetch = tracker.fetch_new(fetcher, Utc::now(), |points| {
+                match out.try_send(Batch { network: network.to_string(), points }) {
+                    Ok(()) => return ControlFlow::Continue(()),
+                    Err(TrySendError::Full(_)) => full = true,
+                    Err(TrySendError::Closed(_)) => closed = true,
+                }
+                ControlFlow::Break(())
+            });
+            let result = tokio::select! {
+                () = shutdown.cancelled() => return TaskEnd::Shutdown,
+                result = fetch => result,
+            };
+            match result {
+                Ok(summary) => tracing::debug!(
+                    network,
+                    points = summary.points,
+                    pages = summary.pages,
+                    unreadable_times = summary.unreadable_times,
+                    "datapoints fetched"
+                ),
+                Err(e) => tracing::warn!(network, error = %e, "datapoint fetch failed; the next interval resumes"),
+            }
+            if closed {
+                return TaskEnd::ReceiverGone;
+            }
+            if !full {
+                break;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return TaskEnd::Shutdown,
+                permit = out.reserve() => match permit {
+                    // The room is for the next page the fetch hands on; the permit itself is not needed.
+                    Ok(permit) => drop(permit),
+                    Err(_) => return TaskEnd::ReceiverGone,
+                },
+            }
+        }
+    }
+}
