@@ -5,18 +5,16 @@ use crate::cli::init_logging;
 use anyhow::Context;
 use casambi2mqtt::cloud::datapoints_fetch::{Datapoint, FetchOptions, Fetcher};
 use casambi2mqtt::cloud::model::Credentials;
-use casambi2mqtt::cloud::quota::{BackoffPolicy, QuotaConfig, QuotaGuard};
-use casambi2mqtt::cloud::rest::{DataType, DatapointQuery, RestClient, RestConfig};
+use casambi2mqtt::cloud::quota::BackoffPolicy;
+use casambi2mqtt::cloud::rest::{DataType, DatapointQuery, RestClient};
 use casambi2mqtt::cloud::session::{LoginPolicy, SessionManager};
 use casambi2mqtt::config::{self, Config, LogFormat};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
 use clap::{Args, ValueEnum};
 use std::io::{self, Write};
-use std::num::NonZeroU32;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Exit code of bad arguments or configuration (clap uses it for its own errors too).
 const EXIT_USAGE: u8 = 2;
@@ -127,16 +125,7 @@ async fn run(config: &Config, args: &DatapointsArgs) -> anyhow::Result<ExitCode>
 
 /// The REST client of the configuration's `cloud:` section.
 fn rest_client(config: &Config) -> anyhow::Result<RestClient> {
-    let cloud = &config.cloud;
-    let quota = Arc::new(QuotaGuard::new(&QuotaConfig {
-        max_requests_per_minute: NonZeroU32::new(cloud.max_requests_per_minute).unwrap_or(NonZeroU32::MIN),
-        max_concurrent_requests: cloud.max_concurrent_requests.max(1),
-        ..QuotaConfig::default()
-    }));
-    let mut rest_config = RestConfig::new(cloud.base_url.clone(), cloud.api_key.clone());
-    rest_config.key_header = cloud.key_header.clone();
-    rest_config.session_header = cloud.session_header.clone();
-    RestClient::new(rest_config, quota).context("cannot set up the REST client")
+    config.cloud.rest_client().context("cannot set up the REST client")
 }
 
 /// A session for `network` from the first credentials entry that opens it: the entries that

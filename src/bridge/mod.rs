@@ -6,6 +6,7 @@
 
 pub mod fixtures;
 pub mod network;
+mod rest_client;
 pub mod runner;
 pub mod state;
 pub mod update;

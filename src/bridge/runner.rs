@@ -12,12 +12,11 @@ use super::update::Update;
 use crate::cloud::CloudError;
 use crate::cloud::channel::{ChannelConfig, EventChannel};
 use crate::cloud::model::{Credentials, Secret};
-use crate::cloud::quota::{BackoffPolicy, QuotaConfig, QuotaGuard};
-use crate::cloud::rest::{RestClient, RestConfig};
+use crate::cloud::quota::BackoffPolicy;
+use crate::cloud::rest::RestClient;
 use crate::cloud::session::{LoginPolicy, SessionManager};
 use crate::wake_batch::WakeBatcher;
 use std::collections::BTreeMap;
-use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -127,15 +126,7 @@ impl Bridge {
         timing: Timing,
         shutdown: CancellationToken,
     ) -> Result<Bridge, StartError> {
-        let quota = Arc::new(QuotaGuard::new(&QuotaConfig {
-            max_requests_per_minute: NonZeroU32::new(cloud.max_requests_per_minute).unwrap_or(NonZeroU32::MIN),
-            max_concurrent_requests: cloud.max_concurrent_requests.max(1),
-            ..QuotaConfig::default()
-        }));
-        let mut rest_config = RestConfig::new(cloud.base_url.clone(), cloud.api_key.clone());
-        rest_config.key_header = cloud.key_header.clone();
-        rest_config.session_header = cloud.session_header.clone();
-        let rest = RestClient::new(rest_config, quota)?;
+        let rest = cloud.rest_client()?;
         let mut channel_config = ChannelConfig::new(cloud.ws_url.clone(), cloud.api_key.clone());
         channel_config.ping_interval = cloud.wire_ping_interval;
         let wake = WakeBatcher::for_current_runtime(cloud.event_batch_window);
