@@ -226,6 +226,13 @@ fn entity_name(name: &str, device_name: &str, kind: &str, id: u32) -> Name {
     Name::Text(name.to_string())
 }
 
+/// How many components a unit's device has in discovery: one per capability that makes an
+/// entity (light, occupancy, illuminance, switch event). [`Renderer::unit_device`] builds exactly
+/// these, and names a lone one after its device.
+fn unit_component_count(caps: &Caps) -> usize {
+    usize::from(caps.is_light()) + usize::from(caps.presence) + usize::from(caps.lux) + usize::from(caps.switch)
+}
+
 impl Renderer {
     /// The renderer of a bridge with these settings.
     pub fn of(config: &super::settings::Config) -> Renderer {
@@ -266,13 +273,11 @@ impl Renderer {
     /// How many entities Home Assistant lists for a network: the components discovery publishes
     /// for its device and its units' devices.
     pub fn network_entity_count(&self, mirror: &NetMirror) -> usize {
-        let units = mirror.view.units.iter().filter_map(|(id, unit)| {
-            mirror
-                .unit_slugs
-                .get(id)
-                .map(|slug| self.unit_device(mirror, &DiscoveryInputs::of(mirror, unit), slug).components.len())
-        });
-        self.network_device(mirror).components.len() + units.sum::<usize>()
+        // Counted from the capabilities, not by rendering every unit's device again: a big
+        // site's start-up would render all of its discovery twice.
+        let units = mirror.view.units.iter().filter(|(id, _)| mirror.unit_slugs.get(id).is_some());
+        let units: usize = units.map(|(_, unit)| unit_component_count(&mirror.caps(unit))).sum();
+        self.network_device(mirror).components.len() + units
     }
 
     /// The bridge's own device: its connectivity and its version.
@@ -445,11 +450,7 @@ impl Renderer {
         let net = mirror.slug.as_str();
         let oid = object_id_of(&mirror.view.status.id, unit.address, unit.id);
         let state_topic = l.unit(net, slug);
-        let entities = usize::from(caps.is_light())
-            + usize::from(caps.presence)
-            + usize::from(caps.lux)
-            + usize::from(caps.switch);
-        let single = entities == 1;
+        let single = unit_component_count(caps) == 1;
         let eid = |platform: &str, suffix: &str| {
             if single {
                 discovery::entity_id(platform, &[net, slug])
@@ -512,6 +513,7 @@ impl Renderer {
             dev.insert("sw_version".into(), json!(fw));
         }
         dev.insert("via_device".into(), json!(network_object_id(&mirror.view.status.id)));
+        debug_assert_eq!(components.len(), unit_component_count(caps), "unit_component_count is out of step");
         Device {
             object_id: oid,
             device: Value::Object(dev),
