@@ -78,8 +78,11 @@ impl Default for LogSettings {
 pub struct Config {
     /// `cloud:` — the service and the client-side limits.
     pub cloud: CloudSettings,
-    /// `networks:` — one entry per set of network (admin) credentials; never empty.
+    /// `networks:` — one entry per set of network (admin) credentials.
     pub networks: Vec<CredentialSettings>,
+    /// `sites:` — one entry per set of site (user) credentials; `networks` and `sites` are never
+    /// both empty.
+    pub sites: Vec<CredentialSettings>,
     /// `mqtt:` — the broker (its `password_file` is already read into `password`).
     pub mqtt: MqttSettings,
     /// `homeassistant:` — discovery.
@@ -132,17 +135,18 @@ pub fn known_keys() -> Vec<String> {
     section_fields()
         .iter()
         .flat_map(|(section, fields)| {
-            let sep = if *section == "networks" { "[]." } else { "." };
+            let sep = if matches!(*section, "networks" | "sites") { "[]." } else { "." };
             fields.unwrap_or_default().iter().map(move |f| format!("{section}{sep}{f}"))
         })
         .collect()
 }
 
-/// The keys of each section (for `networks`, of one entry).
-fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 7] {
+/// The keys of each section (for `networks` and `sites`, of one entry).
+fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 8] {
     [
         ("cloud", fields_of::<CloudFile>()),
         ("networks", fields_of::<NetworkFile>()),
+        ("sites", fields_of::<NetworkFile>()),
         ("mqtt", fields_of::<MqttSettings>()),
         ("homeassistant", fields_of::<HaSettings>()),
         ("output", fields_of::<OutputSettings>()),
@@ -171,6 +175,7 @@ fn parse_with(
     reader.check_keys(&section_fields());
     let cloud = reader.section::<CloudFile>("cloud");
     let networks = reader.section::<Vec<NetworkFile>>("networks");
+    let sites = reader.section::<Vec<NetworkFile>>("sites");
     let mqtt = reader.section::<MqttSettings>("mqtt");
     let homeassistant = reader.section::<HaSettings>("homeassistant");
     let output = reader.section::<OutputSettings>("output");
@@ -178,7 +183,10 @@ fn parse_with(
     let log = reader.section::<LogFile>("log");
 
     let cloud = cloud.and_then(|c| validate::cloud(&mut reader, c));
-    let networks = networks.and_then(|n| validate::networks(&mut reader, n));
+    let logins = match (networks, sites) {
+        (Some(n), Some(s)) => validate::logins(&mut reader, n, s),
+        _ => None,
+    };
     let mqtt = match (mqtt, homeassistant, output) {
         (Some(m), Some(h), Some(o)) => validate::mqtt(&mut reader, m, h, o),
         _ => None,
@@ -186,17 +194,20 @@ fn parse_with(
     let health = health.and_then(|h| validate::health(&mut reader, h));
     let log = log.and_then(|l| validate::log(&mut reader, l));
 
-    match (cloud, networks, mqtt, health, log) {
-        (Some(cloud), Some(networks), Some(m), Some(health), Some(log)) if reader.problems.is_empty() => Ok(Config {
-            cloud,
-            networks,
-            mqtt: m.mqtt,
-            homeassistant: m.homeassistant,
-            output: m.output,
-            health,
-            log,
-            file: path.map(Path::to_path_buf),
-        }),
+    match (cloud, logins, mqtt, health, log) {
+        (Some(cloud), Some((networks, sites)), Some(m), Some(health), Some(log)) if reader.problems.is_empty() => {
+            Ok(Config {
+                cloud,
+                networks,
+                sites,
+                mqtt: m.mqtt,
+                homeassistant: m.homeassistant,
+                output: m.output,
+                health,
+                log,
+                file: path.map(Path::to_path_buf),
+            })
+        }
         _ if reader.problems.is_empty() => Err(ConfigError::Invalid(vec![Problem::invalid(
             "configuration",
             "could not be read (no details; please report this)",
@@ -215,8 +226,9 @@ impl Config {
     /// no secrets and no e-mail addresses (URLs lose any `user:password@`).
     pub fn summary(&self) -> String {
         let source = self.file.as_ref().map_or_else(|| "environment only".to_string(), |p| p.display().to_string());
-        let ids: usize = self.networks.iter().map(|n| n.ids.len()).sum();
-        let open = self.networks.iter().filter(|n| n.ids.is_empty()).count();
+        let entries = self.networks.iter().chain(&self.sites);
+        let ids: usize = entries.clone().map(|n| n.ids.len()).sum();
+        let open = entries.filter(|n| n.ids.is_empty()).count();
         let c = &self.cloud;
         let ha = &self.homeassistant;
         let discovery = match (ha.enabled, ha.discovery) {
@@ -235,13 +247,15 @@ impl Config {
         };
         let health = self.health.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
         format!(
-            "config {source}: cloud {} (ws {}), {} credentials entr{} ({ids} network id{}, {open} open to all), \
+            "config {source}: cloud {} (ws {}), {} credentials entr{}, {} site{} ({ids} network id{}, {open} open to all), \
              poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({protocol}, qos {}, base topic {}), \
              discovery {discovery}, attribute topics {}; health {health}; log {} {format}",
             redact_url(c.base_url.as_str()),
             redact_url(&c.ws_url),
             self.networks.len(),
             if self.networks.len() == 1 { "y" } else { "ies" },
+            self.sites.len(),
+            if self.sites.len() == 1 { "" } else { "s" },
             if ids == 1 { "" } else { "s" },
             humantime::format_duration(c.poll_interval),
             humantime::format_duration(c.resync_interval),
