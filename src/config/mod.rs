@@ -245,17 +245,20 @@ impl Config {
             LogFormat::Text => "text",
             LogFormat::Json => "json",
         };
+        let sites = match self.sites.len() {
+            0 => String::new(),
+            1 => " + 1 site login".to_string(),
+            n => format!(" + {n} site logins"),
+        };
         let health = self.health.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
         format!(
-            "config {source}: cloud {} (ws {}), {} credentials entr{}, {} site{} ({ids} network id{}, {open} open to all), \
+            "config {source}: cloud {} (ws {}), {} credentials entr{}{sites} ({ids} network id{}, {open} open to all), \
              poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({protocol}, qos {}, base topic {}), \
              discovery {discovery}, attribute topics {}; health {health}; log {} {format}",
             redact_url(c.base_url.as_str()),
             redact_url(&c.ws_url),
             self.networks.len(),
             if self.networks.len() == 1 { "y" } else { "ies" },
-            self.sites.len(),
-            if self.sites.len() == 1 { "" } else { "s" },
             if ids == 1 { "" } else { "s" },
             humantime::format_duration(c.poll_interval),
             humantime::format_duration(c.resync_interval),
