@@ -82,19 +82,42 @@ pub fn demo_credentials(password: &str) -> Vec<CredentialSettings> {
     vec![CredentialSettings { email: "demo@example.com".into(), password: Secret::new(password), ids: vec![] }]
 }
 
+pub fn site_credentials(password: &str) -> Vec<CredentialSettings> {
+    vec![CredentialSettings { email: "owner@example.com".into(), password: Secret::new(password), ids: vec![] }]
+}
+
 pub async fn start(config: SimConfig, credentials: Vec<CredentialSettings>, rpm: u32) -> Harness {
+    start_with_sites(config, credentials, Vec::new(), rpm).await
+}
+
+/// [`start`] with `sites:` entries (site, or user, credentials) besides the `networks:` ones.
+pub async fn start_with_sites(
+    config: SimConfig,
+    credentials: Vec<CredentialSettings>,
+    sites: Vec<CredentialSettings>,
+    rpm: u32,
+) -> Harness {
     // `RUST_LOG=debug cargo test …` shows what the bridge did.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let sim = Simulator::start_local(config).await.unwrap();
+    start_on(Simulator::start_local(config).await.unwrap(), credentials, sites, rpm)
+}
+
+/// [`start_with_sites`] on a simulator the caller started (and perhaps primed with faults).
+pub fn start_on(
+    sim: Simulator,
+    credentials: Vec<CredentialSettings>,
+    sites: Vec<CredentialSettings>,
+    rpm: u32,
+) -> Harness {
     let shutdown = CancellationToken::new();
     let (tx, rx) = mpsc::channel(4096);
     let mut cloud = settings(&sim, rpm);
     let timing = fast_timing();
     cloud.poll_interval = timing.poll_interval;
-    let bridge = Bridge::start(&cloud, &credentials, tx, timing, shutdown.clone()).unwrap();
+    let bridge = Bridge::start_with_sites(&cloud, &credentials, &sites, tx, timing, shutdown.clone()).unwrap();
     let mirror = Arc::new(Mutex::new(Mirror::default()));
     tokio::spawn(consume(rx, mirror.clone()));
     Harness { sim, bridge, mirror, shutdown }
