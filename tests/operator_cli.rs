@@ -125,33 +125,33 @@ fn bad_config_exits_two_naming_the_key() {
     assert!(text.contains("cloud.poll_intervall"), "{text}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn rejected_credentials_exit_two_with_a_clear_error() {
+/// Runs the bridge with `logins` whose password is `wrong-password-123` against the demo site;
+/// asserts that it exits by itself with code 2 and never prints the password. Returns its output
+/// and the simulator (for its request log).
+async fn run_rejected(logins: &str) -> (String, Simulator) {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
     let broker = Mosquitto::start();
-    let config = write_config(&sim, &broker.url(), "wrong-password-123");
+    let config = write_config_with(&sim, &broker.url(), logins);
     let mut child = spawn(&["run", "-c", config.path().to_str().unwrap()]);
     let status = wait_exit(&mut child, Duration::from_secs(20)).expect("exits by itself");
     assert_eq!(status.code(), Some(2));
     let text = output_of(child);
-    assert!(text.contains("demo@example.com"), "{text}");
     assert!(!text.contains("wrong-password-123"), "the password never appears: {text}");
+    (text, sim)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rejected_credentials_exit_two_with_a_clear_error() {
+    let (text, sim) = run_rejected("networks:\n  - email: demo@example.com\n    password: wrong-password-123\n").await;
+    assert!(text.contains("demo@example.com"), "{text}");
     let failed = sim.shared().log.requests().iter().filter(|r| r.is_login() && r.status != 200).count();
     assert!(failed <= 2, "{failed} failed logins");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rejected_site_login_alone_exits_two_naming_it() {
-    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
-    let broker = Mosquitto::start();
-    let sites = "sites:\n  - email: owner@example.com\n    password: wrong-password-123\n";
-    let config = write_config_with(&sim, &broker.url(), sites);
-    let mut child = spawn(&["run", "-c", config.path().to_str().unwrap()]);
-    let status = wait_exit(&mut child, Duration::from_secs(20)).expect("exits by itself");
-    assert_eq!(status.code(), Some(2));
-    let text = output_of(child);
+    let (text, sim) = run_rejected("sites:\n  - email: owner@example.com\n    password: wrong-password-123\n").await;
     assert!(text.contains("site credentials owner@example.com: user not found / wrong password"), "{text}");
-    assert!(!text.contains("wrong-password-123"), "the password never appears: {text}");
     let log = sim.shared().log.requests();
     assert_eq!(log.iter().filter(|r| r.is_login() && r.status != 200).count(), 1, "a 401 is final: {log:#?}");
 }

@@ -8,6 +8,7 @@ use casambi2mqtt::bridge::state::{NetworkStatus, Topology, UnitEvent};
 use casambi2mqtt::bridge::update::Update;
 use casambi2mqtt::bridge::{Bridge, CloudSettings, CredentialSettings};
 use casambi2mqtt::cloud::model::{Secret, UnitState};
+use casambi2mqtt::sim::log::RequestRecord;
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use serde_json::Value;
@@ -255,6 +256,26 @@ impl Harness {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// Asserts the start-up cost on `site` (docs/cloud.md#start-up-cost) with one credentials entry:
+/// one session request, `GET /v1/networks/{id}` and its `/state` per network, one
+/// `GET /v1/fixtures/{id}` per distinct fixture, and nothing else.
+pub fn assert_startup_cost(log: &[RequestRecord], site: &Site) {
+    let count = |pred: &dyn Fn(&RequestRecord) -> bool| log.iter().filter(|r| pred(r)).count();
+    let networks = site.networks.len();
+    let fixtures: std::collections::BTreeSet<i64> =
+        site.networks.iter().flat_map(|n| n.units.iter().map(|u| u.fixture)).collect();
+    let sessions = count(&|r| r.is_login());
+    let network = count(&|r| !r.is_login() && r.path.starts_with("/v1/networks/") && r.path.matches('/').count() == 3);
+    let state = count(&|r| r.path.ends_with("/state") && !r.path.contains("/units/"));
+    let fixture = count(&|r| r.path.starts_with("/v1/fixtures/"));
+    assert_eq!(sessions, 1, "one session request for all networks: {log:#?}");
+    assert_eq!(network, networks);
+    assert_eq!(state, networks);
+    assert_eq!(fixture, fixtures.len());
+    assert_eq!(log.len(), 1 + 2 * networks + fixtures.len(), "nothing else, never one request per unit: {log:#?}");
+    assert!(log.iter().all(|r| r.status == 200));
 }
 
 /// JSON with every number as a float, so `0` and `0.0` compare equal.
