@@ -146,3 +146,23 @@ async fn a_network_open_to_both_lists_is_bridged_once_with_the_network_credentia
     assert_eq!(lines.len(), 1, "{}", logs.text());
     assert!(lines[0].contains(HOME) && lines[0].contains("credentials demo@example.com"), "{}", lines[0]);
 }
+
+#[tokio::test]
+async fn site_ids_narrow_the_networks_and_name_the_missing_ones() {
+    let sites = vec![CredentialSettings {
+        email: "owner@example.com".into(),
+        password: Secret::new("demo"),
+        ids: vec![OFFICE.into(), "0000feedfeedfeedfeedfeedfeedfeed".into()],
+    }];
+    let h = start_with_sites(SimConfig::new(Site::demo()), Vec::new(), sites, 600).await;
+    h.wait(10, "a problem naming the missing network", |m| {
+        m.problems
+            .iter()
+            .any(|p| p == "site credentials owner@example.com do not open network 0000feedfeedfeedfeedfeedfeedfeed")
+    })
+    .await;
+    h.wait(20, "Office live", |m| m.status.get(OFFICE).is_some_and(|s| s.connection.as_str() == "live")).await;
+    let ids: Vec<String> = h.bridge.networks().into_iter().map(|n| n.id).collect();
+    assert_eq!(ids, [OFFICE], "Home is not bridged");
+    assert!(h.sim.shared().log.requests().iter().all(|r| !r.path.contains(HOME)), "Home is never read");
+}
