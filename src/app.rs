@@ -144,7 +144,14 @@ pub async fn run(
         ..Timing::default()
     };
     let (updates_tx, mut updates_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
-    let bridge = Bridge::start(&config.cloud, &config.networks, updates_tx.clone(), timing, inner.clone())?;
+    let bridge = Bridge::start_with_sites(
+        &config.cloud,
+        &config.networks,
+        &config.sites,
+        updates_tx.clone(),
+        timing,
+        inner.clone(),
+    )?;
     health.set_rest_stats(bridge.rest().stats());
     let expected = bridge.clone();
     health.set_expected(Box::new(move || {

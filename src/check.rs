@@ -26,6 +26,28 @@ pub struct Report {
     pub all_rejected: bool,
     /// Time ran out before the cloud or the broker answered.
     pub timed_out: bool,
+    /// Each `sites:` entry that logged in, with its networks.
+    pub sites: Vec<SiteReport>,
+}
+
+/// A site login and the networks of its user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteReport {
+    /// Login e-mail of the site user.
+    pub email: String,
+    /// The networks its user session opens (filtered by the entry's `ids`).
+    pub networks: Vec<SiteNetwork>,
+}
+
+/// One network of a site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteNetwork {
+    /// Network id.
+    pub id: String,
+    /// Network name.
+    pub name: String,
+    /// The other credentials entry that bridges it (a `networks:` entry wins), if any.
+    pub via: Option<String>,
 }
 
 impl Report {
@@ -84,6 +106,13 @@ fn capabilities(caps: &Caps) -> String {
 /// publishes them.
 pub fn render(report: &Report, renderer: &Renderer) -> String {
     let mut out = String::new();
+    for site in &report.sites {
+        let _ = writeln!(out, "site {}: {}", site.email, counted(site.networks.len(), "network", "networks"));
+        for n in &site.networks {
+            let via = n.via.as_ref().map(|v| format!(", bridged with {v}")).unwrap_or_default();
+            let _ = writeln!(out, "  network {} ({}){via}", n.name, n.id);
+        }
+    }
     for view in report.networks.values() {
         let s = &view.status;
         let _ = writeln!(

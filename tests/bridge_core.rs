@@ -21,22 +21,9 @@ fn count(log: &[RequestRecord], pred: impl Fn(&RequestRecord) -> bool) -> usize 
 #[tokio::test]
 async fn startup_costs_sessions_plus_two_requests_per_network_plus_one_per_fixture() {
     let site = Site::generate(3, 25);
-    let fixtures: std::collections::BTreeSet<i64> =
-        site.networks.iter().flat_map(|n| n.units.iter().map(|u| u.fixture)).collect();
-    let h = start(SimConfig::new(site), demo_credentials("demo"), 600).await;
+    let h = start(SimConfig::new(site.clone()), demo_credentials("demo"), 600).await;
     h.wait_all_live(20).await;
-    let log = h.sim.shared().log.requests();
-    let sessions = count(&log, |r| r.is_login());
-    let network =
-        count(&log, |r| !r.is_login() && r.path.starts_with("/v1/networks/") && r.path.matches('/').count() == 3);
-    let state = count(&log, |r| r.path.ends_with("/state") && !r.path.contains("/units/"));
-    let fixture = count(&log, |r| r.path.starts_with("/v1/fixtures/"));
-    assert_eq!(sessions, 1, "one session request for all networks: {log:#?}");
-    assert_eq!(network, 3);
-    assert_eq!(state, 3);
-    assert_eq!(fixture, fixtures.len());
-    assert_eq!(log.len(), 1 + 3 + 3 + fixtures.len(), "nothing else, never one request per unit: {log:#?}");
-    assert!(log.iter().all(|r| r.status == 200));
+    assert_startup_cost(&h.sim.shared().log.requests(), &site);
 }
 
 #[tokio::test]

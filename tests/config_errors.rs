@@ -47,7 +47,7 @@ fn unknown_keys_are_named_with_the_valid_ones() {
     );
     assert_eq!(
         with("mqt:\n  url: x\n"),
-        "unknown key mqt; valid keys: cloud, networks, mqtt, homeassistant, output, health, log, datapoints"
+        "unknown key mqt; valid keys: cloud, networks, sites, mqtt, homeassistant, output, health, log, datapoints"
     );
     assert_eq!(
         problem(&format!("{CLOUD}networks:\n  - email: a@b\n    password: p\n    passwd: q\n"), &[]),
@@ -195,7 +195,8 @@ fn secrets_must_be_given_once_and_readable() {
 
 #[test]
 fn networks_must_not_be_empty_or_overlap() {
-    let none = "at least one entry is required (the email and password of a network's admin)";
+    let none = "at least one entry in networks or sites is required (the email and password of a network's \
+                admin, or of a site user)";
     assert_eq!(problem(CLOUD, &[]), format!("networks: {none}"));
     assert_eq!(problem(&format!("{CLOUD}networks: []\n"), &[]), format!("networks: {none}"));
     let twice = "networks:\n  - {email: a@b, password: p, ids: [n1]}\n  - {email: c@d, password: q, ids: [n2, n1]}\n";
@@ -203,6 +204,36 @@ fn networks_must_not_be_empty_or_overlap() {
         problem(&format!("{CLOUD}{twice}"), &[]),
         "networks[1].ids[1]: network id \"n1\" is already listed in networks[0]"
     );
+}
+
+#[test]
+fn site_entries_are_checked_like_network_entries() {
+    let none = "networks: at least one entry in networks or sites is required (the email and password of a \
+                network's admin, or of a site user)";
+    assert_eq!(problem(&format!("{CLOUD}networks: []\nsites: []\n"), &[]), none);
+    assert_eq!(problem(&format!("{CLOUD}sites:\n  - password: p\n"), &[]), "sites[0].email is required");
+    assert_eq!(
+        problem(&format!("{CLOUD}sites:\n  - email: owner@example.com\n"), &[]),
+        "sites[0].password is required (or sites[0].password_file)"
+    );
+    assert_eq!(
+        problem(&format!("{CLOUD}sites:\n  - email: owner@example.com\n    password: change-me\n"), &[]),
+        "sites[0].password: is still the placeholder of config.example.yaml: put the real value here"
+    );
+    assert_eq!(
+        problem(&format!("{CLOUD}{NETWORKS}"), &[("CASAMBI2MQTT_SITES__0__EMAIL", "owner@example.com")]),
+        "sites[0].password is required (or sites[0].password_file)"
+    );
+    let twice = "sites:\n  - {email: a@b, password: p, ids: [n1]}\n  - {email: c@d, password: q, ids: [n1]}\n";
+    assert_eq!(
+        problem(&format!("{CLOUD}{twice}"), &[]),
+        "sites[1].ids[0]: network id \"n1\" is already listed in sites[0]"
+    );
+    let e = problem(&format!("{CLOUD}sites:\n  - {{email: a@b, password: p, site: x}}\n"), &[]);
+    assert_eq!(e, "unknown key sites[0].site; valid keys: email, password, password_file, ids");
+    // A network in both lists is allowed: the network credentials win at run time.
+    let both = "networks: [{email: a@b, password: p, ids: [n1]}]\nsites: [{email: c@d, password: q, ids: [n1]}]\n";
+    assert!(config::parse(&format!("{CLOUD}{both}"), env(&[])).is_ok());
 }
 
 #[test]
@@ -225,8 +256,8 @@ fn env_problems_name_the_variable_and_the_key() {
     assert!(e.starts_with("unknown key mqtt.prot (from CASAMBI2MQTT_MQTT__PROT); valid keys: url, "), "{e}");
     assert_eq!(
         problem(&base, &[("CASAMBI2MQTT_MQQT__URL", "x")]),
-        "unknown key mqqt (from CASAMBI2MQTT_MQQT__URL); valid keys: cloud, networks, mqtt, homeassistant, output, \
-         health, log, datapoints"
+        "unknown key mqqt (from CASAMBI2MQTT_MQQT__URL); valid keys: cloud, networks, sites, mqtt, homeassistant, \
+         output, health, log, datapoints"
     );
     assert_eq!(
         problem(&base, &[("CASAMBI2MQTT_CLOUD__API_KEY_FILE", "/x/y")]),
@@ -252,12 +283,13 @@ fn every_problem_is_reported_at_once() {
     assert_eq!(
         problems(yaml, &[("CASAMBI2MQTT_LOG__LEVEL", "shout")]),
         [
-            "unknown key foo; valid keys: cloud, networks, mqtt, homeassistant, output, health, log, datapoints",
+            "unknown key foo; valid keys: cloud, networks, sites, mqtt, homeassistant, output, health, log, datapoints",
             "mqtt.qos: expected an integer 0..2, got \"high\"",
             "cloud.poll_interval: must be more than 0s",
             "cloud.max_requests_per_minute: must be at least 1, got 0",
             "cloud.api_key is required (or cloud.api_key_file)",
-            "networks: at least one entry is required (the email and password of a network's admin)",
+            "networks: at least one entry in networks or sites is required (the email and password of a network's admin, \
+             or of a site user)",
             "log.level (from CASAMBI2MQTT_LOG__LEVEL): expected one of trace, debug, info, warn, error, off or a \
              filter like info,casambi2mqtt=debug, got \"shout\"",
         ]
@@ -288,8 +320,8 @@ fn file_and_yaml_errors_are_clear() {
     let e = config::parse("- a\n- b\n", env(&[])).unwrap_err().to_string();
     assert_eq!(
         e,
-        "configuration: invalid YAML: the top level must be a mapping of sections (cloud, networks, mqtt, \
-         homeassistant, output, health, log, datapoints)"
+        "configuration: invalid YAML: the top level must be a mapping of sections (cloud, networks, sites, \
+         mqtt, homeassistant, output, health, log, datapoints)"
     );
     assert_eq!(ConfigError::EXIT_CODE, 2);
 }

@@ -245,6 +245,43 @@ fn a_container_can_be_configured_by_the_environment_alone() {
 }
 
 #[test]
+fn site_credentials_load_from_the_file_the_environment_and_secret_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw = dir.path().join("site_pw");
+    std::fs::write(&pw, "site-secret\n").unwrap();
+    let yaml = "cloud: {api_key: k}\nsites:\n  - email: owner@example.com\n    password: demo\n    ids: [n1]\n";
+    let c = config::parse(yaml, env(&[])).unwrap();
+    assert!(c.networks.is_empty(), "a site alone is enough");
+    assert_eq!(c.sites.len(), 1);
+    assert_eq!((c.sites[0].email.as_str(), c.sites[0].password.expose()), ("owner@example.com", "demo"));
+    assert_eq!(c.sites[0].ids, ["n1"]);
+    assert!(
+        c.summary().contains("0 credentials entries + 1 site login (1 network id, 0 open to all)"),
+        "{}",
+        c.summary()
+    );
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("demo\""), "the site password is not in Debug: {debug}");
+
+    // The environment replaces the file's password with a file, and appends an entry.
+    let vars = env(&[
+        ("CASAMBI2MQTT_SITES__0__PASSWORD_FILE", &pw.display().to_string()),
+        ("CASAMBI2MQTT_SITES__1__EMAIL", "second@example.com"),
+        ("CASAMBI2MQTT_SITES__1__PASSWORD", "second-pw"),
+        ("CASAMBI2MQTT_SITES__1__IDS", "[a, b]"),
+    ]);
+    let c = config::parse(yaml, vars).unwrap();
+    assert_eq!(c.sites[0].password.expose(), "site-secret");
+    assert_eq!(c.sites[1].email, "second@example.com");
+    assert_eq!(c.sites[1].ids, ["a", "b"]);
+
+    let whole = "[{email: w@example.com, password: w-pw}]";
+    let c = config::parse("", env(&[("CASAMBI2MQTT_CLOUD__API_KEY", "k"), ("CASAMBI2MQTT_SITES", whole)])).unwrap();
+    assert_eq!(c.sites[0].email, "w@example.com");
+    assert!(c.sites[0].ids.is_empty());
+}
+
+#[test]
 fn secret_files_are_read_and_lose_one_trailing_newline() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, content: &str| {
@@ -346,7 +383,11 @@ fn every_key_is_in_the_example_and_the_docs() {
     }
     // And nothing documented that the configuration does not know.
     for (section, name) in in_example.iter().filter(|(s, _)| !s.is_empty()) {
-        let dotted = if section == "networks" { format!("networks[].{name}") } else { format!("{section}.{name}") };
+        let dotted = if section == "networks" || section == "sites" {
+            format!("{section}[].{name}")
+        } else {
+            format!("{section}.{name}")
+        };
         assert!(keys.contains(&dotted), "config.example.yaml documents {dotted}, which is not a key");
     }
 }

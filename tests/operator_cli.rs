@@ -18,11 +18,15 @@ fn free_port() -> u16 {
 }
 
 fn write_config(sim: &Simulator, mqtt_url: &str, password: &str) -> tempfile::NamedTempFile {
+    write_config_with(sim, mqtt_url, &format!("networks:\n  - email: demo@example.com\n    password: {password}\n"))
+}
+
+/// A configuration against `sim` whose credentials are `logins` (`networks:` and `sites:`).
+fn write_config_with(sim: &Simulator, mqtt_url: &str, logins: &str) -> tempfile::NamedTempFile {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     write!(
         f,
-        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\nnetworks:\n  - email: demo@example.com\n    password: {password}\n\
-         mqtt:\n  url: {mqtt_url}\nhealth:\n  listen: \"\"\n",
+        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\n{logins}mqtt:\n  url: {mqtt_url}\nhealth:\n  listen: \"\"\n",
         sim.base_url(),
         sim.ws_url()
     )
@@ -121,19 +125,52 @@ fn bad_config_exits_two_naming_the_key() {
     assert!(text.contains("cloud.poll_intervall"), "{text}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn rejected_credentials_exit_two_with_a_clear_error() {
+/// Runs the bridge with `logins` whose password is `wrong-password-123` against the demo site;
+/// asserts that it exits by itself with code 2 and never prints the password. Returns its output
+/// and the simulator (for its request log).
+async fn run_rejected(logins: &str) -> (String, Simulator) {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
     let broker = Mosquitto::start();
-    let config = write_config(&sim, &broker.url(), "wrong-password-123");
+    let config = write_config_with(&sim, &broker.url(), logins);
     let mut child = spawn(&["run", "-c", config.path().to_str().unwrap()]);
     let status = wait_exit(&mut child, Duration::from_secs(20)).expect("exits by itself");
     assert_eq!(status.code(), Some(2));
     let text = output_of(child);
-    assert!(text.contains("demo@example.com"), "{text}");
     assert!(!text.contains("wrong-password-123"), "the password never appears: {text}");
+    (text, sim)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rejected_credentials_exit_two_with_a_clear_error() {
+    let (text, sim) = run_rejected("networks:\n  - email: demo@example.com\n    password: wrong-password-123\n").await;
+    assert!(text.contains("demo@example.com"), "{text}");
     let failed = sim.shared().log.requests().iter().filter(|r| r.is_login() && r.status != 200).count();
     assert!(failed <= 2, "{failed} failed logins");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_site_login_alone_exits_two_naming_it() {
+    let (text, sim) = run_rejected("sites:\n  - email: owner@example.com\n    password: wrong-password-123\n").await;
+    assert!(text.contains("site credentials owner@example.com: user not found / wrong password"), "{text}");
+    let log = sim.shared().log.requests();
+    assert_eq!(log.iter().filter(|r| r.is_login() && r.status != 200).count(), 1, "a 401 is final: {log:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn check_lists_each_site_with_its_networks() {
+    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let broker = Mosquitto::start();
+    let home = &Site::demo().networks[0].id;
+    let logins = format!(
+        "networks:\n  - email: demo@example.com\n    password: demo\n    ids: [{home}]\n\
+         sites:\n  - email: owner@example.com\n    password: demo\n"
+    );
+    let config = write_config_with(&sim, &broker.url(), &logins);
+    let text = check_succeeds(&config, &[]).await;
+    assert!(text.contains("site owner@example.com: 2 networks\n"), "{text}");
+    assert!(text.contains(&format!("  network Home ({home}), bridged with credentials demo@example.com\n")), "{text}");
+    assert!(text.contains("  network Office (c0ffee00aa11bb22cc33dd44ee55ff66)\n"), "{text}");
+    assert!(text.contains("Home Assistant: 27 entities (2 of the bridge itself), 2 networks, 13 units"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,7 +8,8 @@ pub mod fixtures;
 pub mod network;
 mod rest_client;
 pub mod runner;
+pub mod session_source;
 pub mod state;
 pub mod update;
 
-pub use runner::{Bridge, CloudSettings, CredentialSettings, CredentialState};
+pub use runner::{Bridge, CloudSettings, CredentialSettings, CredentialState, SiteListing};

@@ -6,6 +6,7 @@
 //! [`Update`]s on a bounded queue (a slow consumer slows the supervisor, it never grows memory).
 
 use super::fixtures::FixtureCache;
+use super::session_source::{Session, SessionSource};
 use super::state::{Connection, NetworkView, SnapshotDelta, Topology};
 use super::update::Update;
 use crate::cloud::CloudError;
@@ -13,7 +14,6 @@ use crate::cloud::channel::{ChannelError, EventChannel, WireEvent};
 use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
-use crate::cloud::session::{NetworkSession, SessionManager};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -82,8 +82,8 @@ pub struct Supervisor {
     pub id: Arc<str>,
     /// REST client of the network's API key.
     pub rest: RestClient,
-    /// Sessions of the credentials that open the network.
-    pub sessions: Arc<SessionManager>,
+    /// Where the network's session comes from (network or user session).
+    pub sessions: SessionSource,
     /// The event channel of the API key.
     pub channel: EventChannel,
     /// Fixture cache shared by all networks.
@@ -219,7 +219,7 @@ impl Supervisor {
         match self.session().await {
             Ok(session) => {
                 net.wire_generation = session.generation;
-                if self.channel.open(&self.id, session.session_id, net.wire_tx.clone()).is_err() {
+                if self.channel.open(&self.id, session.id, net.wire_tx.clone()).is_err() {
                     tracing::error!(network = %self.id, "event channel stopped; staying on REST polling");
                 }
             }
@@ -257,7 +257,7 @@ impl Supervisor {
                 match self.sessions.renew(&self.id, net.wire_generation).await {
                     Ok(session) => {
                         net.wire_generation = session.generation;
-                        if self.channel.open(&self.id, session.session_id, net.wire_tx.clone()).is_err() {
+                        if self.channel.open(&self.id, session.id, net.wire_tx.clone()).is_err() {
                             tracing::error!(network = %self.id, "event channel stopped");
                         }
                     }
@@ -450,22 +450,19 @@ impl Supervisor {
         Fut: std::future::Future<Output = Result<T, CloudError>>,
     {
         let session = self.session().await?;
-        match op(session.session_id).await {
+        match op(session.id).await {
             Err(e) if e.is_session_expired() => {
                 tracing::info!(network = %self.id, "session expired; renewing it");
                 let session = self.sessions.renew(&self.id, session.generation).await?;
-                op(session.session_id).await
+                op(session.id).await
             }
             other => other,
         }
     }
 
     /// The network's current session, or a new one when there is none.
-    async fn session(&self) -> Result<NetworkSession, CloudError> {
-        match self.sessions.current(&self.id) {
-            Some(session) => Ok(session),
-            None => self.sessions.renew(&self.id, 0).await,
-        }
+    async fn session(&self) -> Result<Session, CloudError> {
+        self.sessions.current(&self.id).await
     }
 
     async fn report_rest_failure(&self, net: &mut SupervisedNetwork, e: &CloudError) {

@@ -8,13 +8,14 @@
 
 use super::fixtures::FixtureCache;
 use super::network::{Outgoing, Supervisor, Timing};
+use super::session_source::{OpenedNetwork, SessionSource};
 use super::update::Update;
 use crate::cloud::CloudError;
 use crate::cloud::channel::{ChannelConfig, EventChannel};
 use crate::cloud::model::{Credentials, Secret};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
-use crate::cloud::session::{LoginPolicy, SessionManager};
+use crate::cloud::session::{LoginPolicy, SessionManager, UserSessionManager};
 use crate::wake_batch::WakeBatcher;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -97,12 +98,31 @@ pub struct NetworkHandle {
     pub name: String,
     /// Messages for the network's wire.
     pub outgoing: mpsc::Sender<Outgoing>,
+    /// The credentials entry that bridges it (`credentials <email>` or `site credentials
+    /// <email>`; no secret).
+    pub via: String,
 }
+
+/// A `sites:` entry and the networks its user session opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteListing {
+    /// Login e-mail of the site user.
+    pub email: String,
+    /// The networks opened (filtered by the entry's `ids`).
+    pub networks: Vec<OpenedNetwork>,
+}
+
+/// How long a site's networks wait for the `networks:` entries to log in, so that a network
+/// both open is bridged with its network credentials. Past it (network logins still retrying,
+/// e.g. a login lock), the site's networks start; a network credentials entry logging in later
+/// finds them bridged already.
+pub const SITE_WAIT: Duration = Duration::from_secs(60);
 
 /// A running bridge core.
 #[derive(Debug, Clone)]
 pub struct Bridge {
     networks: Arc<Mutex<BTreeMap<String, NetworkHandle>>>,
+    site_listings: Arc<Mutex<BTreeMap<usize, SiteListing>>>,
     credentials: watch::Receiver<Vec<CredentialState>>,
     rest: RestClient,
     wake: WakeBatcher,
@@ -117,11 +137,28 @@ pub enum StartError {
 }
 
 impl Bridge {
-    /// Starts every task; they run until `shutdown`. On a current-thread runtime (the bridge's
-    /// own, [`crate::app::runtime`]) the bridge's wake-up batching is bound to the calling thread.
+    /// Starts every task with network (admin) credentials only; see [`Bridge::start_with_sites`].
     pub fn start(
         cloud: &CloudSettings,
         credentials: &[CredentialSettings],
+        updates: mpsc::Sender<Update>,
+        timing: Timing,
+        shutdown: CancellationToken,
+    ) -> Result<Bridge, StartError> {
+        Bridge::start_with_sites(cloud, credentials, &[], updates, timing, shutdown)
+    }
+
+    /// Starts every task; they run until `shutdown`. On a current-thread runtime (the bridge's
+    /// own, [`crate::app::runtime`]) the bridge's wake-up batching is bound to the calling thread.
+    ///
+    /// `credentials` are the `networks:` entries, `sites` the `sites:` entries (site, or user,
+    /// credentials). [`Bridge::credential_states`] lists the former, then the latter. A network
+    /// both open is bridged once, with the network credentials: a site's networks start once
+    /// every `networks:` entry has logged in or been rejected (or after [`SITE_WAIT`]).
+    pub fn start_with_sites(
+        cloud: &CloudSettings,
+        credentials: &[CredentialSettings],
+        sites: &[CredentialSettings],
         updates: mpsc::Sender<Update>,
         timing: Timing,
         shutdown: CancellationToken,
@@ -133,28 +170,50 @@ impl Bridge {
         let channel = EventChannel::spawn(channel_config, wake.clone(), shutdown.clone());
         let fixtures = Arc::new(FixtureCache::new());
         let networks = Arc::new(Mutex::new(BTreeMap::new()));
-        let (states_tx, states_rx) = watch::channel(vec![CredentialState::Starting; credentials.len()]);
+        let site_listings = Arc::new(Mutex::new(BTreeMap::new()));
+        let entries = credentials.len() + sites.len();
+        let (states_tx, states_rx) = watch::channel(vec![CredentialState::Starting; entries]);
         let states_tx = Arc::new(states_tx);
-        for (index, creds) in credentials.iter().enumerate() {
+        let network_sources = credentials.iter().map(|creds| {
+            SessionSource::Network(Arc::new(SessionManager::new(
+                rest.clone(),
+                Credentials::new(creds.email.clone(), creds.password.clone()),
+                creds.ids.clone(),
+                LoginPolicy::default(),
+            )))
+        });
+        let site_sources = sites.iter().map(|creds| SessionSource::User {
+            manager: Arc::new(UserSessionManager::new(
+                rest.clone(),
+                Credentials::new(creds.email.clone(), creds.password.clone()),
+                LoginPolicy::default(),
+            )),
+            ids: creds.ids.clone(),
+        });
+        for (index, source) in network_sources.chain(site_sources).enumerate() {
             let task = CredentialTask {
                 index,
-                manager: Arc::new(SessionManager::new(
-                    rest.clone(),
-                    Credentials::new(creds.email.clone(), creds.password.clone()),
-                    creds.ids.clone(),
-                    LoginPolicy::default(),
-                )),
+                after_networks: (index >= credentials.len()).then_some(credentials.len()),
+                source,
                 rest: rest.clone(),
                 channel: channel.clone(),
                 fixtures: fixtures.clone(),
                 updates: updates.clone(),
                 timing: timing.clone(),
                 networks: networks.clone(),
+                site_listings: site_listings.clone(),
                 states: states_tx.clone(),
             };
             tokio::spawn(task.run(shutdown.clone()));
         }
-        Ok(Bridge { networks, credentials: states_rx, rest, wake })
+        Ok(Bridge { networks, site_listings, credentials: states_rx, rest, wake })
+    }
+
+    /// Each `sites:` entry that logged in, in configuration order, with the networks its user
+    /// session opened (some may be bridged through a `networks:` entry: see
+    /// [`NetworkHandle::via`]).
+    pub fn sites(&self) -> Vec<SiteListing> {
+        self.site_listings.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
     /// The networks supervised so far.
@@ -200,13 +259,16 @@ impl Bridge {
 /// Logs one credentials entry in and starts its networks.
 struct CredentialTask {
     index: usize,
-    manager: Arc<SessionManager>,
+    /// For a site entry: how many `networks:` entries come first (their networks win).
+    after_networks: Option<usize>,
+    source: SessionSource,
     rest: RestClient,
     channel: EventChannel,
     fixtures: Arc<FixtureCache>,
     updates: mpsc::Sender<Update>,
     timing: Timing,
     networks: Arc<Mutex<BTreeMap<String, NetworkHandle>>>,
+    site_listings: Arc<Mutex<BTreeMap<usize, SiteListing>>>,
     states: Arc<watch::Sender<Vec<CredentialState>>>,
 }
 
@@ -220,17 +282,18 @@ impl CredentialTask {
     }
 
     async fn run(self, shutdown: CancellationToken) {
-        let email = self.manager.email().to_string();
+        let label = self.source.label();
+        let email = self.source.email().to_string();
         let mut backoff = BackoffPolicy { max_retries: None, ..BackoffPolicy::default() }.backoff();
         let opened = loop {
             let attempt = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                r = self.manager.open() => r,
+                r = self.source.open() => r,
             };
             match attempt {
                 Ok(opened) => break opened,
                 Err(e) if e.is_final() => {
-                    let message = format!("credentials {email}: {e}");
+                    let message = format!("{label}: {e}");
                     tracing::error!(%message, "credentials rejected; their networks are not bridged");
                     let _ = self.updates.send(Update::Problem { network: None, message: message.clone() }).await;
                     self.set_state(CredentialState::Rejected(message));
@@ -239,7 +302,7 @@ impl CredentialTask {
                 Err(e) => {
                     let delay = backoff.next_delay(Some(&e)).unwrap_or(Duration::from_secs(60));
                     tracing::warn!(%email, error = %e, retry_in = ?delay, "login failed; retrying");
-                    self.set_state(CredentialState::Retrying(format!("credentials {email}: {e}")));
+                    self.set_state(CredentialState::Retrying(format!("{label}: {e}")));
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         _ = tokio::time::sleep(delay) => {}
@@ -248,27 +311,44 @@ impl CredentialTask {
             }
         };
         for id in &opened.inaccessible {
-            let message = format!("credentials {email} do not open network {id}");
+            let message = format!("{label} do not open network {id}");
             let _ = self.updates.send(Update::Problem { network: Some(id.as_str().into()), message }).await;
         }
-        self.set_state(CredentialState::Running);
-        for session in opened.sessions {
+        if let Some(first) = self.after_networks {
+            self.site_listings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(self.index, SiteListing { email: email.clone(), networks: opened.networks.clone() });
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = self.network_logins_settled(first) => {}
+            }
+        }
+        for network in opened.networks {
             let (outgoing_tx, outgoing_rx) = mpsc::channel(OUTGOING_QUEUE);
             {
                 let mut networks = self.networks.lock().unwrap_or_else(|p| p.into_inner());
-                if networks.contains_key(&session.network_id) {
-                    tracing::warn!(network = %session.network_id, "network listed by several credentials; bridged once");
+                if let Some(bridged) = networks.get(&network.id) {
+                    tracing::info!(
+                        network = %network.id,
+                        bridged_with = %bridged.via,
+                        also_open_to = %label,
+                        "network reachable through several credentials entries; bridged once"
+                    );
                     continue;
                 }
-                networks.insert(
-                    session.network_id.clone(),
-                    NetworkHandle { id: session.network_id.clone(), name: session.name.clone(), outgoing: outgoing_tx },
-                );
+                let handle = NetworkHandle {
+                    id: network.id.clone(),
+                    name: network.name,
+                    outgoing: outgoing_tx,
+                    via: label.clone(),
+                };
+                networks.insert(network.id.clone(), handle);
             }
             let supervisor = Supervisor {
-                id: session.network_id.as_str().into(),
+                id: network.id.as_str().into(),
                 rest: self.rest.clone(),
-                sessions: self.manager.clone(),
+                sessions: self.source.clone(),
                 channel: self.channel.clone(),
                 fixtures: self.fixtures.clone(),
                 updates: self.updates.clone(),
@@ -277,6 +357,22 @@ impl CredentialTask {
                 backoff: BackoffPolicy::default(),
             };
             tokio::spawn(supervisor.run(shutdown.clone()));
+        }
+        // Running only once its networks are claimed: a site entry waiting for it then sees
+        // them.
+        self.set_state(CredentialState::Running);
+    }
+
+    /// Resolves when the first `count` entries (the `networks:` entries) have logged in or been
+    /// rejected, or after [`SITE_WAIT`].
+    async fn network_logins_settled(&self, count: usize) {
+        let mut states = self.states.subscribe();
+        let settled = states.wait_for(|s| s.iter().take(count).all(|state| !state.is_logging_in()));
+        if tokio::time::timeout(SITE_WAIT, settled).await.is_err() {
+            tracing::warn!(
+                site = %self.source.email(),
+                "network credentials still logging in; the site's networks start without waiting longer"
+            );
         }
     }
 }

@@ -44,7 +44,14 @@ pub async fn run(
     let shutdown = CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();
     let (tx, mut rx) = mpsc::channel(1024);
-    let bridge = Bridge::start(&config.cloud, &config.networks, tx, Timing::default(), shutdown.clone())?;
+    let bridge = Bridge::start_with_sites(
+        &config.cloud,
+        &config.networks,
+        &config.sites,
+        tx,
+        Timing::default(),
+        shutdown.clone(),
+    )?;
     let (broker_tx, broker) = watch::channel(BrokerState::Waiting(None));
     tokio::spawn(check_broker(config.mqtt.clone(), broker_tx, shutdown.clone()));
     // The login retries on its own; a TCP connection to the service says why it cannot get
@@ -100,6 +107,22 @@ pub async fn run(
             _ = tokio::time::sleep_until(tick) => {}
         }
     }
+    report.sites = bridge
+        .sites()
+        .into_iter()
+        .map(|site| {
+            let own = format!("site credentials {}", site.email);
+            let networks = site
+                .networks
+                .into_iter()
+                .map(|n| {
+                    let via = bridge.network(&n.id).map(|h| h.via).filter(|via| *via != own);
+                    super::SiteNetwork { id: n.id, name: n.name, via }
+                })
+                .collect();
+            super::SiteReport { email: site.email, networks }
+        })
+        .collect();
     Ok(report)
 }
 

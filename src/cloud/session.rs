@@ -210,6 +210,11 @@ impl UserSessionManager {
         Self { rest, creds, gate: tokio::sync::Mutex::new(LoginGuard::new(policy)), current: Mutex::new(None) }
     }
 
+    /// The e-mail of the credentials (fine to log).
+    pub fn email(&self) -> &str {
+        &self.creds.email
+    }
+
     /// The current user session, if any.
     pub fn current(&self) -> Option<UserSessionHandle> {
         self.current.lock().unwrap_or_else(PoisonError::into_inner).clone()

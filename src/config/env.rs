@@ -4,8 +4,8 @@
 //! environment variable always wins over the file, for keys present in the file or not (the
 //! layering gotcha of figment's global profile cannot happen here). Rules:
 //!
-//! - Only names containing `__` after the prefix are overrides (plus `CASAMBI2MQTT_NETWORKS`, the
-//!   one top-level key that is not a section); others such as `CASAMBI2MQTT_CONFIG` are left to
+//! - Only names containing `__` after the prefix are overrides (plus `CASAMBI2MQTT_NETWORKS` and
+//!   `CASAMBI2MQTT_SITES`, the top-level keys that are lists, not sections); others such as `CASAMBI2MQTT_CONFIG` are left to
 //!   the command line.
 //! - Key parts are lower-cased; a part made of digits is a list index, so
 //!   `CASAMBI2MQTT_NETWORKS__0__PASSWORD_FILE` reaches `networks[0].password_file` (an index one
@@ -20,6 +20,9 @@ use serde_yaml::{Mapping, Value};
 
 /// The prefix of every configuration variable.
 pub const PREFIX: &str = "CASAMBI2MQTT_";
+
+/// The top-level keys that are lists of entries; a variable of that name sets the whole list.
+const LIST_SECTIONS: [&str; 2] = ["NETWORKS", "SITES"];
 
 /// Keys that hold a secret and have a `*_file` twin.
 pub(crate) const SECRET_KEYS: [&str; 2] = ["api_key", "password"];
@@ -78,7 +81,7 @@ pub(crate) fn overrides(env: impl IntoIterator<Item = (String, String)>) -> (Vec
     let mut problems = Vec::new();
     for (var, value) in env {
         let Some(rest) = var.strip_prefix(PREFIX) else { continue };
-        if !rest.contains("__") && rest != "NETWORKS" {
+        if !rest.contains("__") && !LIST_SECTIONS.contains(&rest) {
             continue;
         }
         let mut path = Vec::new();

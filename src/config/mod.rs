@@ -80,8 +80,11 @@ impl Default for LogSettings {
 pub struct Config {
     /// `cloud:` — the service and the client-side limits.
     pub cloud: CloudSettings,
-    /// `networks:` — one entry per set of network (admin) credentials; never empty.
+    /// `networks:` — one entry per set of network (admin) credentials.
     pub networks: Vec<CredentialSettings>,
+    /// `sites:` — one entry per set of site (user) credentials; `networks` and `sites` are never
+    /// both empty.
+    pub sites: Vec<CredentialSettings>,
     /// `mqtt:` — the broker (its `password_file` is already read into `password`).
     pub mqtt: MqttSettings,
     /// `homeassistant:` — discovery.
@@ -136,17 +139,18 @@ pub fn known_keys() -> Vec<String> {
     section_fields()
         .iter()
         .flat_map(|(section, fields)| {
-            let sep = if *section == "networks" { "[]." } else { "." };
+            let sep = if matches!(*section, "networks" | "sites") { "[]." } else { "." };
             fields.unwrap_or_default().iter().map(move |f| format!("{section}{sep}{f}"))
         })
         .collect()
 }
 
-/// The keys of each section (for `networks`, of one entry).
-fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 8] {
+/// The keys of each section (for `networks` and `sites`, of one entry).
+fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 9] {
     [
         ("cloud", fields_of::<CloudFile>()),
         ("networks", fields_of::<NetworkFile>()),
+        ("sites", fields_of::<NetworkFile>()),
         ("mqtt", fields_of::<MqttSettings>()),
         ("homeassistant", fields_of::<HaSettings>()),
         ("output", fields_of::<OutputSettings>()),
@@ -176,6 +180,7 @@ fn parse_with(
     reader.check_keys(&section_fields());
     let cloud = reader.section::<CloudFile>("cloud");
     let networks = reader.section::<Vec<NetworkFile>>("networks");
+    let sites = reader.section::<Vec<NetworkFile>>("sites");
     let mqtt = reader.section::<MqttSettings>("mqtt");
     let homeassistant = reader.section::<HaSettings>("homeassistant");
     let output = reader.section::<OutputSettings>("output");
@@ -184,7 +189,10 @@ fn parse_with(
     let datapoints = reader.section::<datapoints::DatapointsFile>("datapoints");
 
     let cloud = cloud.and_then(|c| validate::cloud(&mut reader, c));
-    let networks = networks.and_then(|n| validate::networks(&mut reader, n));
+    let logins = match (networks, sites) {
+        (Some(n), Some(s)) => validate::logins(&mut reader, n, s),
+        _ => None,
+    };
     let mqtt = match (mqtt, homeassistant, output) {
         (Some(m), Some(h), Some(o)) => validate::mqtt(&mut reader, m, h, o),
         _ => None,
@@ -193,13 +201,14 @@ fn parse_with(
     let log = log.and_then(|l| validate::log(&mut reader, l));
     let datapoints = datapoints.and_then(|d| datapoints::validate(&mut reader, d));
 
-    match (cloud, networks, mqtt, health, log, datapoints) {
-        (Some(cloud), Some(networks), Some(m), Some(health), Some(log), Some(datapoints))
+    match (cloud, logins, mqtt, health, log, datapoints) {
+        (Some(cloud), Some((networks, sites)), Some(m), Some(health), Some(log), Some(datapoints))
             if reader.problems.is_empty() =>
         {
             Ok(Config {
                 cloud,
                 networks,
+                sites,
                 mqtt: m.mqtt,
                 homeassistant: m.homeassistant,
                 output: m.output,
@@ -227,8 +236,9 @@ impl Config {
     /// no secrets and no e-mail addresses (URLs lose any `user:password@`).
     pub fn summary(&self) -> String {
         let source = self.file.as_ref().map_or_else(|| "environment only".to_string(), |p| p.display().to_string());
-        let ids: usize = self.networks.iter().map(|n| n.ids.len()).sum();
-        let open = self.networks.iter().filter(|n| n.ids.is_empty()).count();
+        let entries = self.networks.iter().chain(&self.sites);
+        let ids: usize = entries.clone().map(|n| n.ids.len()).sum();
+        let open = entries.filter(|n| n.ids.is_empty()).count();
         let c = &self.cloud;
         let ha = &self.homeassistant;
         let discovery = match (ha.enabled, ha.discovery) {
@@ -245,9 +255,14 @@ impl Config {
             LogFormat::Text => "text",
             LogFormat::Json => "json",
         };
+        let sites = match self.sites.len() {
+            0 => String::new(),
+            1 => " + 1 site login".to_string(),
+            n => format!(" + {n} site logins"),
+        };
         let health = self.health.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
         format!(
-            "config {source}: cloud {} (ws {}), {} credentials entr{} ({ids} network id{}, {open} open to all), \
+            "config {source}: cloud {} (ws {}), {} credentials entr{}{sites} ({ids} network id{}, {open} open to all), \
              poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({protocol}, qos {}, base topic {}), \
              discovery {discovery}, attribute topics {}; health {health}; log {} {format}",
             redact_url(c.base_url.as_str()),

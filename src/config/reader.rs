@@ -13,7 +13,9 @@ use serde_yaml::{Mapping, Value};
 use std::collections::HashSet;
 
 /// The top-level keys.
-pub const SECTIONS: [&str; 8] = ["cloud", "networks", "mqtt", "homeassistant", "output", "health", "log", "datapoints"];
+pub const SECTIONS: [&str; 9] = [
+    "cloud", "networks", "sites", "mqtt", "homeassistant", "output", "health", "log", "datapoints",
+];
 
 /// The merged configuration tree and the problems found so far.
 pub(crate) struct Reader {
@@ -193,7 +195,8 @@ fn hint(key: &str) -> Option<&'static str> {
         "mqtt.tcp_nodelay" => "true or false",
         "log.format" => "text or json",
         "networks" => "a list of credentials entries (email, password, ids)",
-        "networks[].ids" => "a list of network ids",
+        "sites" => "a list of site credentials entries (email, password, ids)",
+        "networks[].ids" | "sites[].ids" => "a list of network ids",
         "health.listen" => "an address like 127.0.0.1:8099, or \"\" for off",
         _ => return None,
     })

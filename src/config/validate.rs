@@ -81,20 +81,34 @@ pub(crate) fn cloud(reader: &mut Reader, c: CloudFile) -> Option<CloudSettings> 
     })
 }
 
-/// Checks `networks:` and builds one [`CredentialSettings`] per entry.
-pub(crate) fn networks(reader: &mut Reader, entries: Vec<NetworkFile>) -> Option<Vec<CredentialSettings>> {
-    if entries.is_empty() {
+/// Checks `networks:` and `sites:` and builds one [`CredentialSettings`] per entry of each.
+/// Together they need at least one entry.
+pub(crate) fn logins(
+    reader: &mut Reader,
+    networks: Vec<NetworkFile>,
+    sites: Vec<NetworkFile>,
+) -> Option<(Vec<CredentialSettings>, Vec<CredentialSettings>)> {
+    if networks.is_empty() && sites.is_empty() {
         reader.push(Problem::invalid(
             "networks",
-            "at least one entry is required (the email and password of a network's admin)",
+            "at least one entry in networks or sites is required (the email and password of a network's admin, \
+             or of a site user)",
         ));
         return None;
     }
+    let networks = credentials(reader, "networks", networks);
+    let sites = credentials(reader, "sites", sites);
+    Some((networks?, sites?))
+}
+
+/// Checks the entries of one list of credentials (`networks` or `sites`): e-mail, password, ids.
+/// A network id may appear once in the list.
+fn credentials(reader: &mut Reader, list: &str, entries: Vec<NetworkFile>) -> Option<Vec<CredentialSettings>> {
     let before = reader.problems.len();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut out = Vec::with_capacity(entries.len());
     for (i, entry) in entries.into_iter().enumerate() {
-        let prefix = format!("networks[{i}]");
+        let prefix = format!("{list}[{i}]");
         let email = entry.email.trim().to_string();
         if email.is_empty() {
             reader.push(Problem::new(format!("{prefix}.email"), Detail::Required { alternative: None }));
@@ -115,7 +129,7 @@ pub(crate) fn networks(reader: &mut Reader, entries: Vec<NetworkFile>) -> Option
             if id.trim().is_empty() {
                 reader.push(Problem::invalid(key, "must not be empty"));
             } else if let Some(first) = seen.get(id) {
-                reader.push(Problem::invalid(key, format!("network id {id:?} is already listed in networks[{first}]")));
+                reader.push(Problem::invalid(key, format!("network id {id:?} is already listed in {list}[{first}]")));
             } else {
                 seen.insert(id.clone(), i);
             }

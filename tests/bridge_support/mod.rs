@@ -8,6 +8,7 @@ use casambi2mqtt::bridge::state::{NetworkStatus, Topology, UnitEvent};
 use casambi2mqtt::bridge::update::Update;
 use casambi2mqtt::bridge::{Bridge, CloudSettings, CredentialSettings};
 use casambi2mqtt::cloud::model::{Secret, UnitState};
+use casambi2mqtt::sim::log::RequestRecord;
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use serde_json::Value;
@@ -82,19 +83,42 @@ pub fn demo_credentials(password: &str) -> Vec<CredentialSettings> {
     vec![CredentialSettings { email: "demo@example.com".into(), password: Secret::new(password), ids: vec![] }]
 }
 
+pub fn site_credentials(password: &str) -> Vec<CredentialSettings> {
+    vec![CredentialSettings { email: "owner@example.com".into(), password: Secret::new(password), ids: vec![] }]
+}
+
 pub async fn start(config: SimConfig, credentials: Vec<CredentialSettings>, rpm: u32) -> Harness {
+    start_with_sites(config, credentials, Vec::new(), rpm).await
+}
+
+/// [`start`] with `sites:` entries (site, or user, credentials) besides the `networks:` ones.
+pub async fn start_with_sites(
+    config: SimConfig,
+    credentials: Vec<CredentialSettings>,
+    sites: Vec<CredentialSettings>,
+    rpm: u32,
+) -> Harness {
     // `RUST_LOG=debug cargo test …` shows what the bridge did.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let sim = Simulator::start_local(config).await.unwrap();
+    start_on(Simulator::start_local(config).await.unwrap(), credentials, sites, rpm)
+}
+
+/// [`start_with_sites`] on a simulator the caller started (and perhaps primed with faults).
+pub fn start_on(
+    sim: Simulator,
+    credentials: Vec<CredentialSettings>,
+    sites: Vec<CredentialSettings>,
+    rpm: u32,
+) -> Harness {
     let shutdown = CancellationToken::new();
     let (tx, rx) = mpsc::channel(4096);
     let mut cloud = settings(&sim, rpm);
     let timing = fast_timing();
     cloud.poll_interval = timing.poll_interval;
-    let bridge = Bridge::start(&cloud, &credentials, tx, timing, shutdown.clone()).unwrap();
+    let bridge = Bridge::start_with_sites(&cloud, &credentials, &sites, tx, timing, shutdown.clone()).unwrap();
     let mirror = Arc::new(Mutex::new(Mirror::default()));
     tokio::spawn(consume(rx, mirror.clone()));
     Harness { sim, bridge, mirror, shutdown }
@@ -232,6 +256,26 @@ impl Harness {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// Asserts the start-up cost on `site` (docs/cloud.md#start-up-cost) with one credentials entry:
+/// one session request, `GET /v1/networks/{id}` and its `/state` per network, one
+/// `GET /v1/fixtures/{id}` per distinct fixture, and nothing else.
+pub fn assert_startup_cost(log: &[RequestRecord], site: &Site) {
+    let count = |pred: &dyn Fn(&RequestRecord) -> bool| log.iter().filter(|r| pred(r)).count();
+    let networks = site.networks.len();
+    let fixtures: std::collections::BTreeSet<i64> =
+        site.networks.iter().flat_map(|n| n.units.iter().map(|u| u.fixture)).collect();
+    let sessions = count(&|r| r.is_login());
+    let network = count(&|r| !r.is_login() && r.path.starts_with("/v1/networks/") && r.path.matches('/').count() == 3);
+    let state = count(&|r| r.path.ends_with("/state") && !r.path.contains("/units/"));
+    let fixture = count(&|r| r.path.starts_with("/v1/fixtures/"));
+    assert_eq!(sessions, 1, "one session request for all networks: {log:#?}");
+    assert_eq!(network, networks);
+    assert_eq!(state, networks);
+    assert_eq!(fixture, fixtures.len());
+    assert_eq!(log.len(), 1 + 2 * networks + fixtures.len(), "nothing else, never one request per unit: {log:#?}");
+    assert!(log.iter().all(|r| r.status == 200));
 }
 
 /// JSON with every number as a float, so `0` and `0.0` compare equal.
