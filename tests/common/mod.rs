@@ -46,37 +46,33 @@ pub struct BrokerOptions {
     pub credentials: Option<(String, String)>,
 }
 
-/// Finds the mosquitto binary in PATH or the usual sbin directories. A missing broker fails the
-/// test: these tests must run, not silently pass.
-fn mosquitto_binary() -> PathBuf {
+/// Finds `name` in PATH or in `dirs` (Debian puts brokers in /usr/sbin, outside a user's PATH).
+pub fn find_binary(name: &str, dirs: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let candidates = std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin", "/opt/homebrew/sbin"].iter().map(PathBuf::from))
-        .map(|d| d.join("mosquitto"));
-    for c in candidates {
-        if c.is_file() {
-            return c;
-        }
-    }
-    panic!(
-        "mosquitto not found in PATH or /usr/sbin: the MQTT integration tests need a real broker \
-         (Debian/Ubuntu: apt-get install -y mosquitto)"
-    );
+    std::env::split_paths(&path).chain(dirs.iter().map(PathBuf::from)).map(|d| d.join(name)).find(|c| c.is_file())
+}
+
+/// Finds the mosquitto binary. A missing broker fails the test: these tests must run, not
+/// silently pass.
+fn mosquitto_binary() -> PathBuf {
+    find_binary("mosquitto", &["/usr/sbin", "/usr/local/sbin", "/sbin", "/opt/homebrew/sbin"]).unwrap_or_else(|| {
+        panic!(
+            "mosquitto not found in PATH or /usr/sbin: the MQTT integration tests need a real broker \
+             (Debian/Ubuntu: apt-get install -y mosquitto)"
+        )
+    })
 }
 
 /// Finds `mosquitto_passwd` (Debian/Ubuntu ship it with mosquitto or mosquitto-clients).
 fn mosquitto_passwd_binary() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/bin", "/usr/local/bin", "/usr/sbin", "/opt/homebrew/bin"].iter().map(PathBuf::from))
-        .map(|d| d.join("mosquitto_passwd"))
-        .find(|c| c.is_file())
-        .unwrap_or_else(|| {
+    find_binary("mosquitto_passwd", &["/usr/bin", "/usr/local/bin", "/usr/sbin", "/opt/homebrew/bin"]).unwrap_or_else(
+        || {
             panic!(
                 "mosquitto_passwd not found in PATH: the broker authentication tests need it \
                  (Debian/Ubuntu: apt-get install -y mosquitto mosquitto-clients)"
             )
-        })
+        },
+    )
 }
 
 /// Writes a mosquitto password file holding one user.

@@ -12,11 +12,7 @@ use std::time::{Duration, Instant};
 /// Finds `nats-server` in PATH or /usr/sbin (Debian's package puts it there). A missing broker
 /// fails the test: these tests must run, not silently pass.
 pub fn nats_binary() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/opt/homebrew/bin"].iter().map(PathBuf::from))
-        .map(|d| d.join("nats-server"))
-        .find(|c| c.is_file())
+    crate::common::find_binary("nats-server", &["/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/opt/homebrew/bin"])
         .unwrap_or_else(|| {
             panic!(
                 "nats-server not found in PATH or /usr/sbin: the broker matrix needs it \
