@@ -464,6 +464,8 @@ impl Supervisor {
                 self.send(Update::Unit { network: self.id.clone(), unit: unit.clone() }).await;
             }
         }
+        // A new revision that changed no unit, scene or group (a photo added, for instance).
+        self.fetch_photos_if_due(net);
     }
 
     async fn rest_network(&self, session: Secret) -> Result<crate::cloud::model::Network, CloudError> {
