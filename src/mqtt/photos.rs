@@ -125,7 +125,14 @@ mod tests {
         assert_eq!(set.bytes(&parsed), Some(p.bytes.clone()));
         let stale = PhotoRef { digest: p.digest ^ 1, ..parsed };
         assert_eq!(set.bytes(&stale), None, "a stand-in of older bytes names nothing");
-        for text in ["ON", "{\"a\":1}", "", "\0casambi2mqtt-photo\0net", "\0other\0n\0i\00"] {
+        for text in [
+            "ON",
+            "{\"a\":1}",
+            "",
+            "\0casambi2mqtt-photo\0net",
+            "\0other\0n\0i\0ff",
+            "\0casambi2mqtt-photo\0n\0i\0not-hex",
+        ] {
             assert_eq!(PhotoRef::parse(text), None, "{text:?}");
         }
     }
