@@ -483,23 +483,12 @@ impl Supervisor {
         F: Fn(Secret) -> Fut,
         Fut: std::future::Future<Output = Result<T, CloudError>>,
     {
-        let session = self.session().await?;
-        match op(session.session_id).await {
-            Err(e) if e.is_session_expired() => {
-                tracing::info!(network = %self.id, "session expired; renewing it");
-                let session = self.sessions.renew(&self.id, session.generation).await?;
-                op(session.session_id).await
-            }
-            other => other,
-        }
+        with_session(&self.sessions, &self.id, op).await
     }
 
     /// The network's current session, or a new one when there is none.
     async fn session(&self) -> Result<NetworkSession, CloudError> {
-        match self.sessions.current(&self.id) {
-            Some(session) => Ok(session),
-            None => self.sessions.renew(&self.id, 0).await,
-        }
+        session_of(&self.sessions, &self.id).await
     }
 
     async fn report_rest_failure(&self, net: &mut SupervisedNetwork, e: &CloudError) {
@@ -529,6 +518,32 @@ impl Supervisor {
     async fn send(&self, update: Update) {
         // A closed receiver means the bridge is shutting down.
         let _ = self.updates.send(update).await;
+    }
+}
+
+/// Runs a REST call with the session of network `id`; after a 410 gets one new session and
+/// retries once.
+pub(super) async fn with_session<T, F, Fut>(sessions: &SessionManager, id: &str, op: F) -> Result<T, CloudError>
+where
+    F: Fn(Secret) -> Fut,
+    Fut: std::future::Future<Output = Result<T, CloudError>>,
+{
+    let session = session_of(sessions, id).await?;
+    match op(session.session_id).await {
+        Err(e) if e.is_session_expired() => {
+            tracing::info!(network = %id, "session expired; renewing it");
+            let session = sessions.renew(id, session.generation).await?;
+            op(session.session_id).await
+        }
+        other => other,
+    }
+}
+
+/// The current session of network `id`, or a new one when there is none.
+async fn session_of(sessions: &SessionManager, id: &str) -> Result<NetworkSession, CloudError> {
+    match sessions.current(id) {
+        Some(session) => Ok(session),
+        None => sessions.renew(id, 0).await,
     }
 }
 

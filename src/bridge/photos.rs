@@ -13,11 +13,16 @@ use crate::cloud::rest::RestClient;
 use crate::cloud::session::SessionManager;
 use bytes::Bytes;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Largest photo published: Home Assistant and the broker hold every retained photo in memory,
 /// and a bigger one is most likely not meant for a dashboard.
 pub const MAX_PHOTO_BYTES: usize = 4 * 1024 * 1024;
+
+/// When a photo fetch tries again after a failed request. Photos are not urgent: the delays
+/// leave the API key's quota to live work, and a fetch for a newer revision replaces this one.
+const RETRY_DELAYS: [Duration; 3] = [Duration::from_secs(10), Duration::from_secs(60), Duration::from_secs(300)];
 
 /// The first eight bytes of every PNG file.
 const PNG_SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
@@ -79,15 +84,25 @@ pub struct PhotoFetch {
 }
 
 impl PhotoFetch {
-    /// Fetches the gallery and its images and sends them as one update. On a failed request
-    /// nothing is sent: the photos published stay, and the next revision change fetches again.
+    /// Fetches the gallery and its images and sends them as one update. After a failed request
+    /// it tries again later, a few times ([`RETRY_DELAYS`]); meanwhile, and if every try fails,
+    /// the photos published stay, and the next revision change fetches again.
     pub async fn run(self) {
-        match self.fetch().await {
-            Ok(photos) => {
-                // A closed receiver means the bridge is shutting down.
-                let _ = self.updates.send(Update::Photos { network: self.id.clone(), photos: photos.into() }).await;
+        let mut delays = RETRY_DELAYS.iter();
+        loop {
+            match self.fetch().await {
+                Ok(photos) => {
+                    // A closed receiver means the bridge is shutting down.
+                    let _ = self.updates.send(Update::Photos { network: self.id.clone(), photos: photos.into() }).await;
+                    return;
+                }
+                Err(e) => {
+                    let retry = delays.next().filter(|_| !e.is_final());
+                    tracing::warn!(network = %self.id, error = %e, ?retry, "photos not fetched; keeping the ones published");
+                    let Some(delay) = retry else { return };
+                    tokio::time::sleep(*delay).await;
+                }
             }
-            Err(e) => tracing::warn!(network = %self.id, error = %e, "photos not fetched; keeping the ones published"),
         }
     }
 
@@ -117,24 +132,12 @@ impl PhotoFetch {
         self.rest.image(&session, &self.id, image).await
     }
 
-    /// Runs a REST call with the network's session; after a 410 gets one new session and retries
-    /// once (as the supervisor does).
     async fn with_session<T, F, Fut>(&self, op: F) -> Result<T, CloudError>
     where
         F: Fn(Secret) -> Fut,
         Fut: std::future::Future<Output = Result<T, CloudError>>,
     {
-        let session = match self.sessions.current(&self.id) {
-            Some(session) => session,
-            None => self.sessions.renew(&self.id, 0).await?,
-        };
-        match op(session.session_id).await {
-            Err(e) if e.is_session_expired() => {
-                let session = self.sessions.renew(&self.id, session.generation).await?;
-                op(session.session_id).await
-            }
-            other => other,
-        }
+        super::network::with_session(&self.sessions, &self.id, op).await
     }
 }
 
