@@ -469,7 +469,11 @@ impl Publisher {
             tracing::debug!(%network, "photos of an unknown network");
             return;
         };
-        let old = self.device_configs(mirror);
+        // Only the network's own device changes: its configs alone, not its units' too.
+        let old: Topics = match self.device_prefix() {
+            Some(prefix) => self.renderer.network(mirror).into_iter().filter(|(t, _)| t.starts_with(&prefix)).collect(),
+            None => Vec::new(),
+        };
         let Some(mirror) = self.nets.get_mut(network) else { return };
         mirror.photos = PhotoSet::new(photos);
         let mut ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, &[Owner::Network(mirror.key.clone())]);
