@@ -67,9 +67,11 @@ async fn rig_with(before: &[(&str, &str)]) -> Rig {
     if rx.await.is_err() {
         panic!("the bridge did not start: {:?}", (&mut task).await);
     }
-    // Up: both networks published (the command topics are subscribed before anything is).
+    // Up: both networks published (the command topics are subscribed before anything is), and
+    // Home's photo, which is fetched after its snapshot.
     retained_until(broker.port(), Duration::from_secs(15), |r| {
         r.get("casambi/bridge/state").is_some_and(|s| s == "online")
+            && r.contains_key("casambi/home/photo/ground-floor")
             && r.get("casambi/home/availability").is_some_and(|s| s == "online")
             && r.get("casambi/office/availability").is_some_and(|s| s == "online")
             && r.contains_key(CEILING)

@@ -22,9 +22,13 @@ async fn demo(mode: DiscoveryMode, protocol: Protocol) -> (Mosquitto, Simulator,
     for id in demo_network_ids(&sim) {
         let view = view_of(&sim, &id);
         bridge.updates.send(network_update(&view, Topology::default())).await.unwrap();
+        // As the bridge core does: the gallery after the network's snapshot.
+        bridge.updates.send(photos_update(&sim, &id)).await.unwrap();
     }
     let r = retained_until(broker.port(), Duration::from_secs(15), |r| {
-        r.contains_key("casambi/office/unit/window-lux") && r.contains_key("casambi/home/scene/night-light")
+        r.contains_key("casambi/office/unit/window-lux")
+            && r.contains_key("casambi/home/scene/night-light")
+            && r.contains_key("casambi/home/photo/ground-floor")
     })
     .await;
     // Let the rest settle, then read the final set.

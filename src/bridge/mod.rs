@@ -2,10 +2,12 @@
 //! stream of typed changes for the MQTT side.
 //!
 //! - [`state`]: one network's state; merges snapshots and events into minimal changes (no I/O).
+//! - [`photos`]: a network's gallery, fetched apart from the live work.
 //! - [`update`]: the typed stream of changes the consumers (MQTT publisher, `check`) receive.
 
 pub mod fixtures;
 pub mod network;
+pub mod photos;
 mod rest_client;
 pub mod runner;
 pub mod session_source;

@@ -127,6 +127,10 @@ struct SupervisedNetwork {
     wire_generation: u64,
     /// Fixture ids already looked up (found or not), so a missing fixture is not asked again.
     fixtures_asked: std::collections::BTreeSet<u32>,
+    /// The revision the photos were last fetched for (`None`: not fetched yet).
+    photos_revision: Option<Option<u64>>,
+    /// The photo fetch running, if any ([`super::photos`]).
+    photo_fetch: Option<tokio::task::AbortHandle>,
 }
 
 impl Supervisor {
@@ -143,6 +147,8 @@ impl Supervisor {
             wire_live: false,
             fixtures_asked: Default::default(),
             wire_generation: 0,
+            photos_revision: None,
+            photo_fetch: None,
         };
         // Start-up snapshot, retried until it works.
         let mut backoff = self.backoff.backoff();
@@ -213,6 +219,30 @@ impl Supervisor {
             }
         }
         let _ = self.channel.close(&self.id);
+        if let Some(fetch) = net.photo_fetch.take() {
+            fetch.abort();
+        }
+    }
+
+    /// Starts fetching the photos when they were not fetched for the network's revision yet:
+    /// after the first snapshot and after a revision change. A task of its own, so that images
+    /// never hold up events, commands or polls; a fetch still running is replaced.
+    fn fetch_photos_if_due(&self, net: &mut SupervisedNetwork) {
+        let revision = net.view.status.revision;
+        if net.photos_revision == Some(revision) {
+            return;
+        }
+        net.photos_revision = Some(revision);
+        if let Some(running) = net.photo_fetch.take() {
+            running.abort();
+        }
+        let fetch = super::photos::PhotoFetch {
+            id: self.id.clone(),
+            rest: self.rest.clone(),
+            sessions: self.sessions.clone(),
+            updates: self.updates.clone(),
+        };
+        net.photo_fetch = Some(tokio::spawn(fetch.run()).abort_handle());
     }
 
     async fn open_wire(&self, net: &mut SupervisedNetwork) {
@@ -422,6 +452,8 @@ impl Supervisor {
         if first || !topology.is_empty() || revision_changed || fixtures_missing {
             let view = Arc::new(net.view.clone());
             self.send(Update::Network { view, topology: Box::new(topology) }).await;
+            // After the view: the publisher has the network's mirror when its photos arrive.
+            self.fetch_photos_if_due(net);
             return;
         }
         if net.view.status != before_status {
@@ -432,6 +464,8 @@ impl Supervisor {
                 self.send(Update::Unit { network: self.id.clone(), unit: unit.clone() }).await;
             }
         }
+        // A new revision that changed no unit, scene or group (a photo added, for instance).
+        self.fetch_photos_if_due(net);
     }
 
     async fn rest_network(&self, session: Secret) -> Result<crate::cloud::model::Network, CloudError> {
@@ -449,15 +483,7 @@ impl Supervisor {
         F: Fn(Secret) -> Fut,
         Fut: std::future::Future<Output = Result<T, CloudError>>,
     {
-        let session = self.session().await?;
-        match op(session.id).await {
-            Err(e) if e.is_session_expired() => {
-                tracing::info!(network = %self.id, "session expired; renewing it");
-                let session = self.sessions.renew(&self.id, session.generation).await?;
-                op(session.id).await
-            }
-            other => other,
-        }
+        with_session(&self.sessions, &self.id, op).await
     }
 
     /// The network's current session, or a new one when there is none.
@@ -492,6 +518,24 @@ impl Supervisor {
     async fn send(&self, update: Update) {
         // A closed receiver means the bridge is shutting down.
         let _ = self.updates.send(update).await;
+    }
+}
+
+/// Runs a REST call with the session of network `id`; after a 410 gets one new session and
+/// retries once.
+pub(super) async fn with_session<T, F, Fut>(sessions: &SessionSource, id: &str, op: F) -> Result<T, CloudError>
+where
+    F: Fn(Secret) -> Fut,
+    Fut: std::future::Future<Output = Result<T, CloudError>>,
+{
+    let session = sessions.current(id).await?;
+    match op(session.id).await {
+        Err(e) if e.is_session_expired() => {
+            tracing::info!(network = %id, "session expired; renewing it");
+            let session = sessions.renew(id, session.generation).await?;
+            op(session.id).await
+        }
+        other => other,
     }
 }
 

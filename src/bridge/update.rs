@@ -38,6 +38,15 @@ pub enum Update {
         /// The unit's merged state.
         unit: Arc<UnitState>,
     },
+    /// A network's gallery, fetched again (at start-up and after a revision change): the
+    /// photos that passed the checks of [`super::photos::check`], in gallery order. The consumer
+    /// replaces the network's photos with them.
+    Photos {
+        /// Network id.
+        network: Arc<str>,
+        /// The photos.
+        photos: Arc<[super::photos::NetPhoto]>,
+    },
     /// A non-retained happening of a unit (occupancy change, switch report).
     Event {
         /// Network id.

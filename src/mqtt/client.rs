@@ -23,7 +23,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Largest packet sent or accepted: retained discovery payloads of other integrations can be
 /// well above rumqttc's 10 KiB default, and a larger incoming packet would drop the connection.
-const MAX_PACKET: usize = 256 * 1024;
+/// A photo (docs/mqtt.md, "Photos") is up to 4 MiB, and the start-up clean-up reads the photos
+/// retained under the base topic too; the rest is room for the topic and the packet's header.
+const MAX_PACKET: usize = crate::bridge::photos::MAX_PHOTO_BYTES + 64 * 1024;
 /// Requests queued towards the event loop before `publish` waits. Each holds its topic and
 /// payload (a discovery config ~1.2 KB): at a big site's start-up the queue is always full, so
 /// 1,024 held ~1 MB more than 128 for no throughput (the publisher and the event loop share one
@@ -525,6 +527,27 @@ impl Client {
             Conn::V3(c) => c.publish(topic, qos3(qos), retain, payload).await.is_ok(),
             Conn::V5(c) => c.publish(topic, qos5(qos), retain, payload).await.is_ok(),
         };
+        Self::published(ok)
+    }
+
+    /// [`Client::publish_at`] of a binary payload (a photo), shared rather than copied: a photo
+    /// is published again after every reconnection.
+    pub async fn publish_bytes_at(
+        &self,
+        topic: String,
+        payload: bytes::Bytes,
+        retain: bool,
+        qos: u8,
+    ) -> Result<(), ClientError> {
+        let ok = match self.conn() {
+            Conn::V3(c) => c.publish_bytes(topic, qos3(qos), retain, payload).await.is_ok(),
+            Conn::V5(c) => c.publish_bytes(topic, qos5(qos), retain, payload).await.is_ok(),
+        };
+        Self::published(ok)
+    }
+
+    /// Counts a publication handed over, or says the client has stopped.
+    fn published(ok: bool) -> Result<(), ClientError> {
         if ok {
             crate::health::metrics::metrics().messages_published.inc();
             Ok(())

@@ -21,6 +21,7 @@ pub mod command_intake;
 pub mod discovery;
 pub mod gc;
 pub mod group_cache;
+pub mod photos;
 pub mod plan;
 pub mod publisher;
 pub mod render;

@@ -16,6 +16,7 @@ use super::client::{Client, ClientEvent, Events, Message};
 use super::command_intake::{self as intake, Intake, ResolvedCommand};
 use super::discovery;
 use super::gc::{self, Scope};
+use super::photos::{PhotoRef, PhotoSet};
 use super::plan;
 use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
@@ -338,7 +339,11 @@ impl Publisher {
                 // The discovery configs this network had, for HA's removal steps (the store
                 // keeps no payloads).
                 let old = self.nets.get(&id).map(|mirror| self.device_configs(mirror)).unwrap_or_default();
-                self.nets.insert(id.clone(), NetMirror::new(view, slug));
+                // Photos come apart from the view ([`Update::Photos`]) and stay until replaced.
+                let photos = self.nets.get(&id).map(|mirror| mirror.photos.clone()).unwrap_or_default();
+                let mut mirror = NetMirror::new(view, slug);
+                mirror.photos = photos;
+                self.nets.insert(id.clone(), mirror);
                 self.reslug_networks(Some(&id), &old).await;
                 if first && let Some(mirror) = self.nets.get(&id) {
                     self.sweeper.loaded(&discovery::key(&id), &mirror.slug);
@@ -372,6 +377,7 @@ impl Publisher {
                 }
                 self.send(ops, Batch::Change).await;
             }
+            Update::Photos { network, photos } => self.photos_changed(&network, photos).await,
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
             Update::Problem { network, message } => {
                 let topic = network
@@ -456,6 +462,25 @@ impl Publisher {
         self.send(gone, Batch::Snapshot).await;
     }
 
+    /// Replaces a network's photos and publishes what changed: its own topics and device only
+    /// (the photos' topics and image entities belong to the network).
+    async fn photos_changed(&mut self, network: &str, photos: std::sync::Arc<[crate::bridge::photos::NetPhoto]>) {
+        let Some(mirror) = self.nets.get(network) else {
+            tracing::debug!(%network, "photos of an unknown network");
+            return;
+        };
+        // Only the network's own device changes: its configs alone, not its units' too.
+        let old: Topics = match self.device_prefix() {
+            Some(prefix) => self.renderer.network(mirror).into_iter().filter(|(t, _)| t.starts_with(&prefix)).collect(),
+            None => Vec::new(),
+        };
+        let Some(mirror) = self.nets.get_mut(network) else { return };
+        mirror.photos = PhotoSet::new(photos);
+        let mut ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, &[Owner::Network(mirror.key.clone())]);
+        plan::attach_previous(&self.store, &mut ops, &old);
+        self.send(ops, Batch::Change).await;
+    }
+
     /// The device discovery configs of `mirror`'s network and units (empty unless discovery is per
     /// device); groups and scenes are components of the network's device.
     fn device_configs(&self, mirror: &NetMirror) -> Topics {
@@ -520,6 +545,9 @@ impl Publisher {
             // the payload's print.
             let receipt = op.receipt();
             let sent = match op {
+                Op::Publish { topic, payload, .. } if let Some(bytes) = self.photo_bytes(&payload) => {
+                    self.client.publish_bytes_at(topic, bytes, true, qos).await
+                }
                 Op::Publish { topic, payload, previous, .. } => {
                     // HA needs a device config with a removed component cut down to its
                     // platform before the config without it.
@@ -539,6 +567,12 @@ impl Publisher {
             }
             self.store.record(receipt);
         }
+    }
+
+    /// The PNG file a photo's stand-in payload names ([`super::photos`]).
+    fn photo_bytes(&self, payload: &str) -> Option<bytes::Bytes> {
+        let photo = PhotoRef::parse(payload)?;
+        self.nets.get(photo.network)?.photos.bytes(&photo)
     }
 
     /// Judges a retained message a scan found: it is cleared when its network has loaded and

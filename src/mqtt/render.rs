@@ -9,6 +9,7 @@
 use super::caps::Caps;
 use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
 use super::group_cache::GroupCache;
+use super::photos::PhotoSet;
 use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
@@ -59,6 +60,9 @@ pub struct NetMirror {
     /// mirror and again after a unit's identity changed ([`NetMirror::recache_groups`]), kept up
     /// to date by [`super::plan::unit_ops`].
     pub group_cache: GroupCache,
+    /// The network's photos, with their PNG files: kept here because everything published is
+    /// rendered again from the mirror ([`super::photos`]).
+    pub photos: PhotoSet,
 }
 
 impl NetMirror {
@@ -73,6 +77,7 @@ impl NetMirror {
             scene_slugs: Slugs::default(),
             stale_groups: Vec::new(),
             group_cache: GroupCache::default(),
+            photos: PhotoSet::default(),
         };
         mirror.reslug();
         mirror.recache_groups();
@@ -216,7 +221,7 @@ impl<'mirror> DiscoveryInputs<'mirror> {
 
 /// A name for an entity of a network device that HA will not strip: a name starting with the
 /// device's name draws a warning, so such names get a kind prefix ("Scene …", "Group …").
-fn entity_name(name: &str, device_name: &str, kind: &str, id: u32) -> Name {
+pub(super) fn entity_name(name: &str, device_name: &str, kind: &str, id: &dyn std::fmt::Display) -> Name {
     if name.trim().is_empty() {
         return Name::Text(format!("{kind} {id}"));
     }
@@ -323,6 +328,7 @@ impl Renderer {
         let mut out = Vec::new();
         self.push_discovery(&mut out, &self.network_device(mirror));
         out.push((l.network(net), network_json(&v.status, &v.scenes).to_string()));
+        self.photo_topics(mirror, &mut out);
         out.push((l.network_availability(net), if v.status.available() { "online" } else { "offline" }.into()));
         out
     }
@@ -355,7 +361,7 @@ impl Renderer {
             components.push(switch::scene(
                 format!("scene_{id}"),
                 format!("{oid}_scene_{id}"),
-                entity_name(&s.name, &v.status.name, "Scene", *id),
+                entity_name(&s.name, &v.status.name, "Scene", id),
                 &discovery::entity_id("switch", &[net, "scene", slug]),
                 l.scene(net, slug),
                 format!("{}/set", l.scene(net, slug)),
@@ -367,13 +373,14 @@ impl Renderer {
             components.push(light::group(
                 format!("group_{id}"),
                 format!("{oid}_group_{id}"),
-                entity_name(&g.name, &v.status.name, "Group", *id),
+                entity_name(&g.name, &v.status.name, "Group", id),
                 &discovery::entity_id("light", &[net, "group", slug]),
                 l.group(net, slug),
                 format!("{}/set", l.group(net, slug)),
                 dimmable,
             ));
         }
+        self.photo_components(mirror, &oid, &mut components);
         Device {
             object_id: oid.clone(),
             device: json!({

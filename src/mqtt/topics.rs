@@ -267,6 +267,11 @@ impl Layout {
         rest == Some(slug)
     }
 
+    /// `<base>/<net>/photo/<photo>`: a photo's PNG file (docs/mqtt.md, "Photos").
+    pub fn photo(&self, net: &str, photo: &str) -> String {
+        format!("{}/{net}/photo/{photo}", self.base)
+    }
+
     /// `<base>/<net>/scene/<scene>`: `ON`/`OFF`.
     pub fn scene(&self, net: &str, scene: &str) -> String {
         [self.base.as_str(), net, "scene", scene].join("/")

@@ -73,6 +73,11 @@ impl Simulator {
         self.shared.world().remove_unit(network, unit)
     }
 
+    /// Replaces a network's gallery (`networkUpdated`).
+    pub fn set_photos(&self, network: &str, photos: Vec<crate::sim::site::Photo>) -> Result<(), ControlError> {
+        self.shared.world().set_photos(network, photos)
+    }
+
     /// Renames a unit, scene or group (`kind`: `unit`, `scene` or `group`; plurals accepted).
     pub fn rename(&self, network: &str, kind: &str, id: i64, name: &str) -> Result<(), ControlError> {
         self.shared.world().rename(network, singular(kind), id, name)

@@ -58,6 +58,19 @@ pub fn picture(image_id: &str) -> Result<Vec<u8>, ImageError> {
     encode(&pixels)
 }
 
+/// A gallery photo as the site file asks it served: padded with zeros to `size` bytes (never
+/// cut), and with `corrupt` without its PNG signature.
+pub fn served_as(mut png: Vec<u8>, size: Option<usize>, corrupt: bool) -> Vec<u8> {
+    if let Some(size) = size {
+        png.resize(size.max(png.len()), 0);
+    }
+    if corrupt && let Some(first) = png.first_mut() {
+        // `\x89PNG` becomes `GPNG`: the rest of the file is still there.
+        *first = b'G';
+    }
+    png
+}
+
 /// A fixture icon (`/fixtures/{id}/icon`, and a unit's icon when the unit has no image): a disc
 /// in the fixture's colour on a transparent background.
 pub fn fixture_icon(fixture_id: i64) -> Result<Vec<u8>, ImageError> {
@@ -123,6 +136,16 @@ mod tests {
         let centre = ((SIZE / 2 * SIZE + SIZE / 2) * 4) as usize;
         assert_eq!(pixels[centre + 3], 255, "centre is opaque");
         assert_ne!(fixture_icon(1001).unwrap(), fixture_icon(1002).unwrap());
+    }
+
+    #[test]
+    fn photos_are_served_padded_or_corrupt_on_request() {
+        let png = picture("p").unwrap();
+        assert_eq!(served_as(png.clone(), None, false), png);
+        let padded = served_as(png.clone(), Some(5000), false);
+        assert_eq!((padded.len(), &padded[..png.len()]), (5000, &png[..]));
+        assert_eq!(served_as(png.clone(), Some(1), false), png, "never cut");
+        assert_eq!(&served_as(png, None, true)[..4], b"GPNG");
     }
 
     #[test]

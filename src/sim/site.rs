@@ -286,6 +286,13 @@ pub struct Photo {
     /// View position.
     #[serde(default)]
     pub position: i64,
+    /// Serve the image as exactly this many bytes (the PNG padded with zeros, which decoders
+    /// ignore after its end): for testing size limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<usize>,
+    /// Serve the image without its PNG signature: for testing a file that is not a PNG.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub corrupt: bool,
 }
 
 fn yes() -> bool {

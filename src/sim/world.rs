@@ -342,6 +342,14 @@ impl World {
         Ok(())
     }
 
+    /// Replaces a network's gallery (configuration change: revision bump and `networkUpdated`).
+    pub fn set_photos(&mut self, network: &str, photos: Vec<site::Photo>) -> Result<(), ControlError> {
+        let net = self.network_mut(network)?;
+        net.def.photos = photos;
+        net.config_changed();
+        Ok(())
+    }
+
     /// Renames a unit, scene or group (`kind` = `unit` | `scene` | `group`), bumping the revision.
     pub fn rename(&mut self, network: &str, kind: &str, id: i64, name: &str) -> Result<(), ControlError> {
         let net = self.network_mut(network)?;

@@ -152,6 +152,7 @@ async fn consume(mut rx: mpsc::Receiver<Update>, mirror: Arc<Mutex<Mirror>>) {
             Update::Event { network, unit, event, .. } => m.events.push((network.to_string(), unit, event)),
             Update::Problem { message, .. } => m.problems.push(message),
             Update::Rejected { topic, reason, .. } => m.problems.push(format!("{topic}: {reason}")),
+            Update::Photos { .. } => {}
         }
     }
 }

@@ -147,6 +147,19 @@ pub(super) fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<
         }
         want.extend([root.clone(), topic]);
 
+        // Photos: every image of the simulator's galleries is a valid PNG, published as it is.
+        let photos: Vec<(String, String)> =
+            sim.shared().world().networks[id].def.photos.iter().map(|p| (p.image.clone(), p.name.clone())).collect();
+        for (image, slug) in topics::assign(photos.iter().map(|(image, name)| (image.clone(), name.as_str())), &[]) {
+            let topic = format!("{root}/photo/{slug}");
+            let expected = common::payload_text(&casambi2mqtt::sim::images::picture(&image).unwrap());
+            if r.get(&topic) != Some(&expected) {
+                out.push(format!("{topic} (photo {image}): published {:?}, truth {expected}", r.get(&topic)));
+            }
+            want.insert(topic.clone());
+            network_mentions.push(topic);
+        }
+
         // Units.
         let units = truth["units"].as_object().unwrap();
         let unit_slugs = topics::assign(

@@ -135,7 +135,7 @@ pub async fn retained_now(port: u16) -> BTreeMap<String, String> {
         let wait = if subscribed { Duration::from_millis(400) } else { deadline - tokio::time::Instant::now() };
         match tokio::time::timeout(wait, el.poll()).await {
             Ok(Ok(Event::Incoming(Packet::Publish(p)))) if p.retain => {
-                out.insert(p.topic.clone(), String::from_utf8_lossy(&p.payload).into_owned());
+                out.insert(p.topic.clone(), crate::common::payload_text(&p.payload));
             }
             Ok(Ok(Event::Incoming(Packet::SubAck(_)))) => subscribed = true,
             Ok(Ok(_)) => {}

@@ -5,6 +5,7 @@
 pub mod logs;
 pub mod tls;
 
+use casambi2mqtt::bridge::photos::NetPhoto;
 use casambi2mqtt::bridge::state::{Connection, NetworkView, Topology};
 use casambi2mqtt::bridge::update::Update;
 use casambi2mqtt::cloud::model::{Fixture, NetworkState};
@@ -324,6 +325,32 @@ pub fn network_update(view: &NetworkView, topology: Topology) -> Update {
     Update::Network { view: Arc::new(view.clone()), topology: Box::new(topology) }
 }
 
+/// The `Update::Photos` of `network`'s gallery, as the bridge core sends it after fetching the
+/// images (every image of the simulator is a valid PNG unless its site entry says otherwise).
+pub fn photos_update(sim: &Simulator, network: &str) -> Update {
+    let world = sim.shared().world();
+    let photos: Vec<NetPhoto> = world.networks[network]
+        .def
+        .photos
+        .iter()
+        .map(|p| {
+            let png = casambi2mqtt::sim::images::picture(&p.image).expect("png");
+            NetPhoto::new(p.name.clone(), p.image.clone(), png.into())
+        })
+        .collect();
+    Update::Photos { network: network.into(), photos: photos.into() }
+}
+
+/// A payload as text: UTF-8 as it is, binary (a photo) as its kind and size, so that golden files
+/// stay text.
+pub fn payload_text(payload: &[u8]) -> String {
+    match std::str::from_utf8(payload) {
+        Ok(text) => text.to_string(),
+        Err(_) if payload.starts_with(b"\x89PNG\r\n\x1a\n") => format!("<png, {} bytes>", payload.len()),
+        Err(_) => format!("<binary, {} bytes>", payload.len()),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The bridge's MQTT side
 // ---------------------------------------------------------------------------------------------
@@ -426,7 +453,7 @@ impl Watcher {
                     Ok(Event::Incoming(Packet::Publish(p))) => {
                         let seen = Seen {
                             topic: p.topic.clone(),
-                            payload: String::from_utf8_lossy(&p.payload).into_owned(),
+                            payload: payload_text(&p.payload),
                             retain: p.retain,
                             qos: p.qos as u8,
                         };

@@ -10,6 +10,7 @@
 
 pub mod binary_sensor;
 pub mod event;
+pub mod image;
 pub mod light;
 pub mod number;
 pub mod sensor;

@@ -1,8 +1,10 @@
 //! Discovery payloads of the demo site checked against Home Assistant's documented rules.
 
 use super::*;
+use crate::bridge::photos::NetPhoto;
 use crate::bridge::state::NetworkView;
 use crate::cloud::model::{Fixture, NetworkState};
+use crate::mqtt::photos::PhotoSet;
 use crate::mqtt::render::{NetMirror, Renderer};
 use crate::mqtt::topics::{self, Layout};
 use crate::sim::site::Site;
@@ -34,7 +36,16 @@ fn demo_mirrors() -> Vec<NetMirror> {
                 })
                 .collect();
             view.set_fixtures(fixtures);
-            NetMirror::new(view, slugs[id].clone())
+            let mut mirror = NetMirror::new(view, slugs[id].clone());
+            // The photos as the bridge fetches them: the gallery's PNGs.
+            let photos: Vec<NetPhoto> = n
+                .def
+                .photos
+                .iter()
+                .map(|p| NetPhoto::new(p.name.clone(), p.image.clone(), crate::sim::images::picture(&p.image).unwrap().into()))
+                .collect();
+            mirror.photos = PhotoSet::new(photos.into());
+            mirror
         })
         .collect()
 }
@@ -106,6 +117,7 @@ fn required_keys_per_platform() {
                 "event" => &["state_topic", "event_types"],
                 "number" => &["command_topic", "state_topic", "min", "max", "step"],
                 "switch" => &["command_topic", "state_topic"],
+                "image" => &["image_topic", "content_type"],
                 other => panic!("unexpected platform {other}"),
             };
             for k in required {
@@ -132,7 +144,27 @@ fn required_keys_per_platform() {
             if platform == "event" {
                 assert!(c.get("entity_category").is_none(), "events take no entity_category");
             }
+            if platform == "image" {
+                // Exactly one of image_topic and url_topic; raw bytes (no b64 encoding).
+                assert!(c.get("url_topic").is_none() && c.get("image_encoding").is_none(), "{c}");
+                assert_eq!(c["content_type"], "image/png");
+                assert!(c["image_topic"].as_str().unwrap().starts_with("casambi/home/photo/"), "{c}");
+            }
         }
+    }
+}
+
+#[test]
+fn each_gallery_photo_is_an_image_entity_of_its_network() {
+    for mode in MODES {
+        let images: Vec<_> = entities(mode).into_iter().filter(|(p, _)| p == "image").map(|(_, c)| c).collect();
+        assert_eq!(images.len(), 1, "{mode:?}: the demo's Home has one photo");
+        let c = &images[0];
+        assert_eq!(c["image_topic"], "casambi/home/photo/ground-floor");
+        assert_eq!(c["name"], "Ground floor");
+        assert_eq!(c["default_entity_id"], "image.home_photo_ground_floor");
+        assert_eq!(c["unique_id"], "casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b_photo_photo-home-1");
+        assert_eq!(c["device"]["identifiers"][0], "casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b");
     }
 }
 

@@ -103,12 +103,13 @@ pub(super) fn unit_icon(shared: &Shared, headers: &HeaderMap, id: &str, unit: &s
 
 /// `GET /v1/networks/{id}/images/{imageId}`: a unit image or gallery photo of that network.
 pub(super) fn image(shared: &Shared, headers: &HeaderMap, id: &str, image: &str) -> Result<Response, ApiError> {
-    read(shared, headers, id, |_, net| {
-        let known = net.units.values().any(|u| u.def.image.as_deref() == Some(image))
-            || net.def.photos.iter().any(|p| p.image == image);
-        if known { Ok(()) } else { Err(ApiError::NotFound(format!("Image {image} not found"))) }
+    let photo = read(shared, headers, id, |_, net| {
+        let photo = net.def.photos.iter().find(|p| p.image == image).map(|p| (p.size, p.corrupt));
+        let known = photo.is_some() || net.units.values().any(|u| u.def.image.as_deref() == Some(image));
+        if known { Ok(photo) } else { Err(ApiError::NotFound(format!("Image {image} not found"))) }
     })?;
-    encoded(images::picture(image))
+    let (size, corrupt) = photo.unwrap_or_default();
+    encoded(images::picture(image).map(|png| images::served_as(png, size, corrupt)))
 }
 
 /// Looks a fixture up by its path text; a non-numeric id is as unknown as a missing one.

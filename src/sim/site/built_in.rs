@@ -48,7 +48,13 @@ impl Site {
                 Group { id: 1, name: "Kitchen".into(), position: 1, units: vec![1, 2] },
                 Group { id: 2, name: "Living room".into(), position: 2, units: vec![3, 8] },
             ],
-            photos: vec![Photo { name: "Ground floor".into(), image: "photo-home-1".into(), position: 0 }],
+            photos: vec![Photo {
+                name: "Ground floor".into(),
+                image: "photo-home-1".into(),
+                position: 0,
+                size: None,
+                corrupt: false,
+            }],
         };
         let office = Network {
             id: "c0ffee00aa11bb22cc33dd44ee55ff66".into(),
