@@ -124,6 +124,7 @@ fn fixtures_renderer() -> Renderer {
         layout: Layout::new("casambi"),
         discovery: Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 }),
         attribute_topics: OutputSettings::default().attribute_topics,
+        data_sensors: Default::default(),
     }
 }
 

@@ -153,6 +153,7 @@ fn main() -> anyhow::Result<()> {
         layout: Layout::new("casambi"),
         discovery: Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 }),
         attribute_topics: args.attribute_topics,
+        data_sensors: Default::default(),
     };
     let mut store = Store::default();
     let mut published = 0usize;

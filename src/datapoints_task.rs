@@ -45,6 +45,23 @@ impl Schedule {
     }
 }
 
+/// What the bridge's supervisors run per network: the schedule and the fetch options of the
+/// `datapoints:` section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// When.
+    pub schedule: Schedule,
+    /// What.
+    pub options: FetchOptions,
+}
+
+impl Job {
+    /// The job of the `datapoints:` section; `None` when it is turned off.
+    pub fn of(settings: &DatapointSettings) -> Option<Job> {
+        settings.enabled.then(|| Job { schedule: Schedule::of(settings), options: fetch_options(settings) })
+    }
+}
+
 /// The fetch options of the `datapoints:` section: its `dataType` filter, every unit.
 pub fn fetch_options(settings: &DatapointSettings) -> FetchOptions {
     let filter = DatapointQuery { data_types: settings.data_types.clone(), ..DatapointQuery::default() };

@@ -262,6 +262,7 @@ fn render_all(view: &NetworkView) {
         layout: Layout::new("casambi"),
         discovery: Some(Discovery { prefix: "homeassistant".into(), mode: DiscoveryMode::Device, qos: 1 }),
         attribute_topics: true,
+        data_sensors: Default::default(),
     };
     let mirror = NetMirror::new(view.clone(), "net".into());
     for owner in mirror.owners() {

@@ -11,6 +11,7 @@ pub mod photos;
 mod rest_client;
 pub mod runner;
 pub mod session_source;
+pub mod startup_gate;
 pub mod state;
 pub mod update;
 

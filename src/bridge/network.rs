@@ -7,10 +7,12 @@
 
 use super::fixtures::FixtureCache;
 use super::session_source::{Session, SessionSource};
+use super::startup_gate::{SnapshotToken, StartupGate};
 use super::state::{Connection, NetworkView, SnapshotDelta, Topology};
 use super::update::Update;
 use crate::cloud::CloudError;
 use crate::cloud::channel::{ChannelError, EventChannel, WireEvent};
+use crate::cloud::datapoints_fetch::Fetcher;
 use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
@@ -38,6 +40,8 @@ pub struct Timing {
     /// How long to wait before reopening a wire the service refused for a reason other than the
     /// session.
     pub reopen_delay: Duration,
+    /// The logged datapoints each network fetches (`None`: none).
+    pub datapoints: Option<crate::datapoints_task::Job>,
 }
 
 impl Default for Timing {
@@ -48,6 +52,7 @@ impl Default for Timing {
             scene_refresh_delay: Duration::from_secs(1),
             burst_window: Duration::from_secs(2),
             reopen_delay: Duration::from_secs(30),
+            datapoints: None,
         }
     }
 }
@@ -58,6 +63,11 @@ impl Default for Timing {
 /// service down instead of memory growing. At most this many parsed frames (each under
 /// [`crate::cloud::channel::MAX_FRAME_BYTES`]) wait per network.
 pub const WIRE_QUEUE: usize = 1024;
+
+/// Pages of datapoints queued between a network's datapoint fetch and the update stream. Small:
+/// a page holds up to 10,000 points, and a full queue only pauses the fetch
+/// ([`crate::datapoints_task`]).
+const DATAPOINT_PAGES: usize = 2;
 
 /// A message for the network's wire, built once the wire number is known, with the answer
 /// channel of the caller (commands from MQTT).
@@ -96,6 +106,10 @@ pub struct Supervisor {
     pub timing: Timing,
     /// Retry schedule for REST failures.
     pub backoff: BackoffPolicy,
+    /// Background work (photos, datapoints) waits for it.
+    pub gate: StartupGate,
+    /// Handed in once the start-up snapshot is there.
+    pub snapshot: SnapshotToken,
 }
 
 /// How a poll ended.
@@ -131,6 +145,8 @@ struct SupervisedNetwork {
     photos_revision: Option<Option<u64>>,
     /// The photo fetch running, if any ([`super::photos`]).
     photo_fetch: Option<tokio::task::AbortHandle>,
+    /// The periodic datapoint fetch, once started ([`crate::datapoints_task`]).
+    datapoints: Option<tokio::task::AbortHandle>,
 }
 
 impl Supervisor {
@@ -149,6 +165,7 @@ impl Supervisor {
             wire_generation: 0,
             photos_revision: None,
             photo_fetch: None,
+            datapoints: None,
         };
         // Start-up snapshot, retried until it works.
         let mut backoff = self.backoff.backoff();
@@ -165,6 +182,8 @@ impl Supervisor {
                 }
             }
         }
+        self.snapshot.done();
+        net.datapoints = self.spawn_datapoints(&shutdown);
         self.open_wire(&mut net).await;
 
         let start = Instant::now();
@@ -219,9 +238,32 @@ impl Supervisor {
             }
         }
         let _ = self.channel.close(&self.id);
-        if let Some(fetch) = net.photo_fetch.take() {
-            fetch.abort();
+        for task in [net.photo_fetch.take(), net.datapoints.take()].into_iter().flatten() {
+            task.abort();
         }
+    }
+
+    /// Starts the network's periodic datapoint fetch, when configured: a task of its own behind
+    /// the start-up gate, whose pages reach the consumers as [`Update::Datapoints`].
+    fn spawn_datapoints(&self, shutdown: &CancellationToken) -> Option<tokio::task::AbortHandle> {
+        let job = self.timing.datapoints.clone()?;
+        let (rest, sessions, gate) = (self.rest.clone(), self.sessions.clone(), self.gate.clone());
+        let (id, updates, shutdown) = (self.id.clone(), self.updates.clone(), shutdown.clone());
+        let task = async move {
+            gate.opened().await;
+            let fetcher = Fetcher::new(&rest, &sessions, &id, job.options);
+            let (pages_tx, mut pages) = mpsc::channel::<crate::datapoints_task::Batch>(DATAPOINT_PAGES);
+            let forward = async {
+                while let Some(batch) = pages.recv().await {
+                    let update = Update::Datapoints { network: id.clone(), points: batch.points.into() };
+                    if updates.send(update).await.is_err() {
+                        break;
+                    }
+                }
+            };
+            tokio::join!(crate::datapoints_task::run(&fetcher, job.schedule, pages_tx, shutdown), forward);
+        };
+        Some(tokio::spawn(task).abort_handle())
     }
 
     /// Starts fetching the photos when they were not fetched for the network's revision yet:
@@ -242,7 +284,14 @@ impl Supervisor {
             sessions: self.sessions.clone(),
             updates: self.updates.clone(),
         };
-        net.photo_fetch = Some(tokio::spawn(fetch.run()).abort_handle());
+        let gate = self.gate.clone();
+        net.photo_fetch = Some(
+            tokio::spawn(async move {
+                gate.opened().await;
+                fetch.run().await;
+            })
+            .abort_handle(),
+        );
     }
 
     async fn open_wire(&self, net: &mut SupervisedNetwork) {

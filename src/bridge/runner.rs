@@ -9,6 +9,7 @@
 use super::fixtures::FixtureCache;
 use super::network::{Outgoing, Supervisor, Timing};
 use super::session_source::{OpenedNetwork, SessionSource};
+use super::startup_gate::StartupGate;
 use super::update::Update;
 use crate::cloud::CloudError;
 use crate::cloud::channel::{ChannelConfig, EventChannel};
@@ -174,6 +175,7 @@ impl Bridge {
         let entries = credentials.len() + sites.len();
         let (states_tx, states_rx) = watch::channel(vec![CredentialState::Starting; entries]);
         let states_tx = Arc::new(states_tx);
+        let gate = StartupGate::new(entries);
         let network_sources = credentials.iter().map(|creds| {
             SessionSource::Network(Arc::new(SessionManager::new(
                 rest.clone(),
@@ -203,6 +205,7 @@ impl Bridge {
                 networks: networks.clone(),
                 site_listings: site_listings.clone(),
                 states: states_tx.clone(),
+                gate: gate.clone(),
             };
             tokio::spawn(task.run(shutdown.clone()));
         }
@@ -270,6 +273,7 @@ struct CredentialTask {
     networks: Arc<Mutex<BTreeMap<String, NetworkHandle>>>,
     site_listings: Arc<Mutex<BTreeMap<usize, SiteListing>>>,
     states: Arc<watch::Sender<Vec<CredentialState>>>,
+    gate: StartupGate,
 }
 
 impl CredentialTask {
@@ -297,6 +301,7 @@ impl CredentialTask {
                     tracing::error!(%message, "credentials rejected; their networks are not bridged");
                     let _ = self.updates.send(Update::Problem { network: None, message: message.clone() }).await;
                     self.set_state(CredentialState::Rejected(message));
+                    self.gate.login_settled();
                     return;
                 }
                 Err(e) => {
@@ -355,12 +360,15 @@ impl CredentialTask {
                 outgoing: outgoing_rx,
                 timing: self.timing.clone(),
                 backoff: BackoffPolicy::default(),
+                gate: self.gate.clone(),
+                snapshot: self.gate.claim(),
             };
             tokio::spawn(supervisor.run(shutdown.clone()));
         }
         // Running only once its networks are claimed: a site entry waiting for it then sees
-        // them.
+        // them, and the start-up gate counts them before it counts the login settled.
         self.set_state(CredentialState::Running);
+        self.gate.login_settled();
     }
 
     /// Resolves when the first `count` entries (the `networks:` entries) have logged in or been

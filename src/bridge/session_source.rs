@@ -5,6 +5,7 @@
 //! concern alone.
 
 use crate::cloud::CloudError;
+use crate::cloud::datapoints_fetch::SessionProvider;
 use crate::cloud::model::Secret;
 use crate::cloud::session::{NetworkSession, SessionManager, UserSessionHandle, UserSessionManager};
 use std::sync::Arc;
@@ -121,6 +122,18 @@ impl SessionSource {
                 Ok(handle.into())
             }
         }
+    }
+}
+
+/// The datapoint fetcher asks the same source as the supervisor, so a 410 mid-fetch renews the
+/// one session every reader of the network shares.
+impl SessionProvider for SessionSource {
+    async fn session(&self, network: &str) -> Result<(Secret, u64), CloudError> {
+        self.current(network).await.map(|s| (s.id, s.generation))
+    }
+
+    async fn renew(&self, network: &str, seen_generation: u64) -> Result<(Secret, u64), CloudError> {
+        SessionSource::renew(self, network, seen_generation).await.map(|s| (s.id, s.generation))
     }
 }
 

@@ -47,6 +47,14 @@ pub enum Update {
         /// The photos.
         photos: Arc<[super::photos::NetPhoto]>,
     },
+    /// New logged datapoints of a network, oldest first (a page of its periodic fetch,
+    /// [`crate::datapoints_task`]); the consumer keeps the latest of each unit and key.
+    Datapoints {
+        /// Network id.
+        network: Arc<str>,
+        /// The points.
+        points: Arc<[crate::cloud::datapoints_fetch::Datapoint]>,
+    },
     /// A non-retained happening of a unit (occupancy change, switch report).
     Event {
         /// Network id.

@@ -12,13 +12,16 @@
 
 use std::future::Future;
 use std::num::NonZeroU32;
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
+use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Jitter, Quota, RateLimiter};
 use rand::Rng;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::CloudError;
@@ -71,6 +74,10 @@ pub struct QuotaGuard {
     pause: Mutex<Pause>,
     pause_after_429: Duration,
     max_pause_after_429: Duration,
+    /// Live requests waiting in [`QuotaGuard::acquire`]; background requests wait while any do.
+    live_waiting: AtomicUsize,
+    /// Woken when the last live request waiting got through.
+    live_done: Notify,
 }
 
 /// The key-wide pause after 429s.
@@ -112,6 +119,8 @@ impl QuotaGuard {
             pause: Mutex::new(Pause::default()),
             pause_after_429: config.pause_after_429,
             max_pause_after_429: config.max_pause_after_429.max(config.pause_after_429),
+            live_waiting: AtomicUsize::new(0),
+            live_done: Notify::new(),
         }
     }
 
@@ -119,6 +128,52 @@ impl QuotaGuard {
     /// concurrency slot. Cancel-safe: dropping the future gives nothing back because it took
     /// nothing yet, except a rate token that is simply spent.
     pub async fn acquire(&self) -> QuotaPermit {
+        let _waiting = LiveWaiting::enter(self);
+        self.take().await
+    }
+
+    /// [`QuotaGuard::acquire`] for a request that yields to live work (logged datapoints,
+    /// photos, icons): it takes a rate token only at a moment no live request waits, so it uses
+    /// only the budget live work leaves (docs/cloud.md#quota-429). Cancel-safe like `acquire`.
+    pub async fn acquire_background(&self) -> QuotaPermit {
+        loop {
+            self.no_live_waiting().await;
+            let generation = self.wait_out_pause().await;
+            if self.live_waiting.load(Ordering::Acquire) > 0 {
+                continue;
+            }
+            // Polled, not queued: a background request queued for a slot or a token would hold
+            // its place ahead of live requests that come after it.
+            let Ok(slot) = Arc::clone(&self.concurrency).try_acquire_owned() else {
+                tokio::time::sleep(BACKGROUND_POLL_MIN).await;
+                continue;
+            };
+            match self.limiter.check() {
+                Ok(()) => return QuotaPermit { _slot: Some(slot), generation },
+                Err(not_until) => {
+                    drop(slot);
+                    let wait = not_until.wait_time_from(DefaultClock::default().now());
+                    tokio::time::sleep(wait.clamp(BACKGROUND_POLL_MIN, BACKGROUND_POLL_MAX)).await;
+                }
+            }
+        }
+    }
+
+    /// Resolves once no live request waits.
+    async fn no_live_waiting(&self) {
+        loop {
+            let mut done = pin!(self.live_done.notified());
+            // Registered before the count is read, so a wake between the two is not missed.
+            done.as_mut().enable();
+            if self.live_waiting.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            done.await;
+        }
+    }
+
+    /// The waits every request goes through: the 429 pause, the rate, a concurrency slot.
+    async fn take(&self) -> QuotaPermit {
         self.wait_out_pause().await;
         self.limiter.until_ready_with_jitter(Jitter::up_to(Duration::from_millis(20))).await;
         // The semaphore is never closed, so this cannot fail; if it ever did, go without a slot
@@ -178,6 +233,30 @@ impl QuotaGuard {
     /// Free concurrency slots right now (for health reporting).
     pub fn available_slots(&self) -> usize {
         self.concurrency.available_permits()
+    }
+}
+
+/// Bounds of a background request's wait between two looks at the rate: short enough to take
+/// a token soon after it is free, long enough not to spin.
+const BACKGROUND_POLL_MIN: Duration = Duration::from_millis(10);
+const BACKGROUND_POLL_MAX: Duration = Duration::from_secs(1);
+
+/// Counts a live request as waiting while it lives (dropped when `acquire` returns or is
+/// cancelled).
+struct LiveWaiting<'a>(&'a QuotaGuard);
+
+impl<'a> LiveWaiting<'a> {
+    fn enter(guard: &'a QuotaGuard) -> Self {
+        guard.live_waiting.fetch_add(1, Ordering::AcqRel);
+        LiveWaiting(guard)
+    }
+}
+
+impl Drop for LiveWaiting<'_> {
+    fn drop(&mut self) {
+        if self.0.live_waiting.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.live_done.notify_waiters();
+        }
     }
 }
 
@@ -510,5 +589,35 @@ mod tests {
         // A late 429 of an older request still honours its own Retry-After.
         guard.note_quota_exceeded(&permit, Some(Duration::from_secs(90)));
         assert_eq!(pause_left(&guard), Duration::from_secs(90));
+    }
+
+    #[tokio::test]
+    async fn a_background_request_waits_while_a_live_one_does() {
+        let guard = Arc::new(QuotaGuard::new(&QuotaConfig {
+            max_requests_per_minute: NonZeroU32::new(6000).unwrap_or(NonZeroU32::MIN),
+            burst: NonZeroU32::new(100),
+            max_concurrent_requests: 1,
+            ..QuotaConfig::default()
+        }));
+        let held = guard.acquire().await;
+        let (order_tx, mut order) = tokio::sync::mpsc::unbounded_channel();
+        let spawn = |name: &'static str, background: bool| {
+            let (guard, order_tx) = (guard.clone(), order_tx.clone());
+            tokio::spawn(async move {
+                let permit = if background { guard.acquire_background().await } else { guard.acquire().await };
+                let _ = order_tx.send(name);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                drop(permit);
+            })
+        };
+        // The background request asks first, while the slot is taken; a live one comes after it.
+        let background = spawn("background", true);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let live = spawn("live", false);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(held);
+        let _ = (live.await, background.await);
+        assert_eq!(order.recv().await, Some("live"));
+        assert_eq!(order.recv().await, Some("background"));
     }
 }

@@ -350,7 +350,8 @@ impl RestClient {
         if let Some(json) = json {
             request = request.json(json);
         }
-        let permit = inner.quota.acquire().await;
+        let permit =
+            if ep.is_background() { inner.quota.acquire_background().await } else { inner.quota.acquire().await };
         let started = Instant::now();
         let response = match request.send().await {
             Ok(r) => r,

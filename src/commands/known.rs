@@ -162,7 +162,11 @@ impl Known {
             Update::Network { view, .. } => self.observe_view(view),
             Update::Status { status, .. } => self.observe_status(status),
             Update::Unit { network, unit } => self.observe_unit(network, unit.clone()),
-            Update::Event { .. } | Update::Photos { .. } | Update::Problem { .. } | Update::Rejected { .. } => {}
+            Update::Event { .. }
+            | Update::Photos { .. }
+            | Update::Datapoints { .. }
+            | Update::Problem { .. }
+            | Update::Rejected { .. } => {}
         }
     }
 

@@ -229,7 +229,12 @@ fn parse_with(
 impl Config {
     /// The MQTT layer's view: `mqtt`, `homeassistant` and `output` together.
     pub fn mqtt_config(&self) -> MqttConfig {
-        MqttConfig { mqtt: self.mqtt.clone(), homeassistant: self.homeassistant.clone(), output: self.output.clone() }
+        MqttConfig {
+            mqtt: self.mqtt.clone(),
+            homeassistant: self.homeassistant.clone(),
+            output: self.output.clone(),
+            datapoint_sensors: self.datapoints.sensors.clone(),
+        }
     }
 
     /// One line for the start-up log: where the configuration came from and what it says, with

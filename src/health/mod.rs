@@ -119,7 +119,7 @@ impl HealthState {
                 metrics().command("rejected");
                 self.push_problem(format!("command on {topic} rejected: {reason}"));
             }
-            Update::Unit { .. } | Update::Event { .. } | Update::Photos { .. } => {}
+            Update::Unit { .. } | Update::Event { .. } | Update::Photos { .. } | Update::Datapoints { .. } => {}
         }
     }
 

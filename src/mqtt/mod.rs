@@ -29,6 +29,7 @@ pub mod settings;
 pub mod state_text;
 pub mod store;
 pub mod topics;
+pub mod unit_data;
 pub mod unit_json;
 
 use crate::bridge::update::Update;

@@ -247,6 +247,7 @@ mod tests {
             layout: Layout::new("casambi"),
             discovery: Some(Discovery { prefix: "homeassistant".into(), mode, qos: 1 }),
             attribute_topics: true,
+            data_sensors: Default::default(),
         };
         let mirror = NetMirror::new(view, "home".into());
         let mut store = Store::default();
@@ -404,7 +405,12 @@ mod tests {
         for id in 1..=4 {
             view.apply_unit(UnitState::clone(&lamp_at(id, 0.5, true)), false);
         }
-        let renderer = Renderer { layout: Layout::new("casambi"), discovery: None, attribute_topics: false };
+        let renderer = Renderer {
+            layout: Layout::new("casambi"),
+            discovery: None,
+            attribute_topics: false,
+            data_sensors: Default::default(),
+        };
         let mirror = NetMirror::new(view, "home".into());
         let mut store = Store::default();
         for op in network_ops(&renderer, &mut store, &mirror) {

@@ -339,10 +339,13 @@ impl Publisher {
                 // The discovery configs this network had, for HA's removal steps (the store
                 // keeps no payloads).
                 let old = self.nets.get(&id).map(|mirror| self.device_configs(mirror)).unwrap_or_default();
-                // Photos come apart from the view ([`Update::Photos`]) and stay until replaced.
-                let photos = self.nets.get(&id).map(|mirror| mirror.photos.clone()).unwrap_or_default();
+                // Photos and datapoints come apart from the view ([`Update::Photos`],
+                // [`Update::Datapoints`]) and stay until replaced.
+                let (photos, data) =
+                    self.nets.get(&id).map(|mirror| (mirror.photos.clone(), mirror.data.clone())).unwrap_or_default();
                 let mut mirror = NetMirror::new(view, slug);
                 mirror.photos = photos;
+                mirror.data = data;
                 self.nets.insert(id.clone(), mirror);
                 self.reslug_networks(Some(&id), &old).await;
                 if first && let Some(mirror) = self.nets.get(&id) {
@@ -378,6 +381,7 @@ impl Publisher {
                 self.send(ops, Batch::Change).await;
             }
             Update::Photos { network, photos } => self.photos_changed(&network, photos).await,
+            Update::Datapoints { network, points } => self.datapoints_changed(&network, &points).await,
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
             Update::Problem { network, message } => {
                 let topic = network
@@ -479,6 +483,27 @@ impl Publisher {
         let mut ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, &[Owner::Network(mirror.key.clone())]);
         plan::attach_previous(&self.store, &mut ops, &old);
         self.send(ops, Batch::Change).await;
+    }
+
+    /// Takes in new datapoints of a network and publishes the units whose latest values changed:
+    /// their data topics, and their device configs when a key with a sensor is new. A unit the
+    /// mirror does not know yet keeps its data for when it appears.
+    async fn datapoints_changed(&mut self, network: &str, points: &[crate::cloud::datapoints_fetch::Datapoint]) {
+        let Some(mirror) = self.nets.get_mut(network) else {
+            tracing::debug!(%network, "datapoints of an unknown network");
+            return;
+        };
+        let changed = mirror.data.take(points);
+        let owners: Vec<Owner> = changed
+            .into_iter()
+            .filter(|id| mirror.view.units.contains_key(id))
+            .map(|id| Owner::Unit(mirror.key.clone(), id))
+            .collect();
+        for chunk in owners.chunks(OWNERS_PER_SEND) {
+            let Some(mirror) = self.nets.get(network) else { return };
+            let ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, chunk);
+            self.send(ops, Batch::Change).await;
+        }
     }
 
     /// The device discovery configs of `mirror`'s network and units (empty unless discovery is per

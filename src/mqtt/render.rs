@@ -12,10 +12,13 @@ use super::group_cache::GroupCache;
 use super::photos::PhotoSet;
 use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
+use super::unit_data::{self, NetData, UnitData};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::{GroupInfo, NetworkView};
 use crate::cloud::model::{Fixture, UnitState};
+use crate::config::SensorSemantics;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Retained topics with their payloads, in publishing order.
@@ -63,6 +66,8 @@ pub struct NetMirror {
     /// The network's photos, with their PNG files: kept here because everything published is
     /// rendered again from the mirror ([`super::photos`]).
     pub photos: PhotoSet,
+    /// The latest logged datapoints of its units ([`super::unit_data`]).
+    pub data: NetData,
 }
 
 impl NetMirror {
@@ -78,6 +83,7 @@ impl NetMirror {
             stale_groups: Vec::new(),
             group_cache: GroupCache::default(),
             photos: PhotoSet::default(),
+            data: NetData::default(),
         };
         mirror.reslug();
         mirror.recache_groups();
@@ -143,6 +149,8 @@ pub struct Renderer {
     pub discovery: Option<Discovery>,
     /// Publish per-attribute plain topics.
     pub attribute_topics: bool,
+    /// `datapoints.sensors`: the Home Assistant semantics of further datapoint keys.
+    pub data_sensors: Arc<BTreeMap<String, SensorSemantics>>,
 }
 
 /// The object id of the bridge device (includes the base topic: two bridges on one broker with
@@ -196,6 +204,21 @@ pub struct DiscoveryInputs<'mirror> {
     vendor: Option<&'mirror str>,
     model: Option<&'mirror str>,
     caps: Caps,
+    data: DataKeys<'mirror>,
+}
+
+/// The keys of a unit's logged datapoints, compared by key alone: a new value of a known key
+/// changes its data topic, not its sensors.
+#[derive(Debug, Clone, Copy)]
+struct DataKeys<'mirror>(Option<&'mirror UnitData>);
+
+impl PartialEq for DataKeys<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.0, other.0) {
+            (Some(a), Some(b)) => std::ptr::eq(a, b) || a.keys().eq(b.keys()),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
 }
 
 impl<'mirror> DiscoveryInputs<'mirror> {
@@ -210,6 +233,7 @@ impl<'mirror> DiscoveryInputs<'mirror> {
             vendor: fixture.and_then(|f| f.vendor.as_deref()),
             model: fixture.and_then(|f| f.model.as_deref()),
             caps: Caps::of(unit, fixture),
+            data: DataKeys(mirror.data.unit(unit.id)),
         }
     }
 
@@ -246,7 +270,12 @@ impl Renderer {
             mode: config.homeassistant.discovery,
             qos: config.mqtt.qos,
         });
-        Renderer { layout: Layout::of(&config.mqtt), discovery, attribute_topics: config.output.attribute_topics }
+        Renderer {
+            layout: Layout::of(&config.mqtt),
+            discovery,
+            attribute_topics: config.output.attribute_topics,
+            data_sensors: Arc::new(config.datapoint_sensors.clone()),
+        }
     }
 
     fn bridge_availability(&self) -> Vec<String> {
@@ -281,7 +310,12 @@ impl Renderer {
         // Counted from the capabilities, not by rendering every unit's device again: a big
         // site's start-up would render all of its discovery twice.
         let units = mirror.view.units.iter().filter(|(id, _)| mirror.unit_slugs.get(id).is_some());
-        let units: usize = units.map(|(_, unit)| unit_component_count(&mirror.caps(unit))).sum();
+        let units: usize = units
+            .map(|(id, unit)| {
+                let data = mirror.data.unit(*id).map_or(0, |d| self.data_components("", d, &[], "").len());
+                unit_component_count(&mirror.caps(unit)) + data
+            })
+            .sum();
         self.network_device(mirror).components.len() + units
     }
 
@@ -399,11 +433,33 @@ impl Renderer {
         unit_json(unit, &mirror.caps(unit))
     }
 
-    /// A unit's topics: its device and entities, its JSON, its attribute topics, its availability.
+    /// A unit's topics: its device and entities, its logged datapoints, its JSON, its attribute
+    /// topics, its availability. The datapoints come before the state topics: a state change
+    /// updates the owner's last topics in place ([`super::store::Store::update_state`]).
     pub fn unit(&self, mirror: &NetMirror, id: u32) -> Topics {
         let mut out = self.unit_discovery(mirror, id);
+        out.extend(self.unit_data_topics(mirror, id));
         out.extend(self.unit_state_topics(mirror, id));
         out
+    }
+
+    /// `<unit>/data` and, with attribute topics, `<unit>/data/<key>`; nothing before the unit
+    /// reported a datapoint.
+    pub fn unit_data_topics(&self, mirror: &NetMirror, id: u32) -> Topics {
+        let (Some(data), Some(slug)) = (mirror.data.unit(id), mirror.unit_slugs.get(&id)) else {
+            return Vec::new();
+        };
+        let topic = self.layout.unit_leaf(&mirror.slug, slug, "data");
+        let mut out = vec![(topic.clone(), data.json())];
+        if self.attribute_topics {
+            out.extend(unit_data::attribute_topics(&topic, data));
+        }
+        out
+    }
+
+    /// The sensors of a unit's logged datapoints ([`unit_data::components`]).
+    fn data_components(&self, oid: &str, data: &UnitData, words: &[&str], data_topic: &str) -> Vec<Component> {
+        unit_data::components(oid, data.keys(), &self.data_sensors, words, data_topic)
     }
 
     /// The discovery part of [`Renderer::unit`]: what depends on the unit's identity (name,
@@ -521,6 +577,9 @@ impl Renderer {
         }
         dev.insert("via_device".into(), json!(network_object_id(&mirror.view.status.id)));
         debug_assert_eq!(components.len(), unit_component_count(caps), "unit_component_count is out of step");
+        if let DataKeys(Some(data)) = unit.data {
+            components.extend(self.data_components(&oid, data, &[net, slug], &l.unit_leaf(net, slug, "data")));
+        }
         Device {
             object_id: oid,
             device: Value::Object(dev),

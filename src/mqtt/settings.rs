@@ -211,6 +211,8 @@ pub struct Config {
     pub homeassistant: HaSettings,
     /// `output:`.
     pub output: OutputSettings,
+    /// `datapoints.sensors`: Home Assistant sensors for further datapoint keys.
+    pub datapoint_sensors: std::collections::BTreeMap<String, crate::config::SensorSemantics>,
 }
 
 impl MqttSettings {

@@ -7,6 +7,7 @@ use casambi2mqtt::bridge::network::Timing;
 use casambi2mqtt::bridge::state::{NetworkStatus, Topology, UnitEvent};
 use casambi2mqtt::bridge::update::Update;
 use casambi2mqtt::bridge::{Bridge, CloudSettings, CredentialSettings};
+use casambi2mqtt::cloud::datapoints_fetch::Datapoint;
 use casambi2mqtt::cloud::model::{Secret, UnitState};
 use casambi2mqtt::sim::log::RequestRecord;
 use casambi2mqtt::sim::site::Site;
@@ -29,6 +30,10 @@ pub struct Mirror {
     pub full_views: usize,
     /// Every connection state each network went through, in order.
     pub connections: Vec<(String, &'static str)>,
+    /// Every logged datapoint handed on, with its network, in the order received.
+    pub datapoints: Vec<(String, Datapoint)>,
+    /// How many `Update::Datapoints` pages arrived.
+    pub datapoint_pages: usize,
 }
 
 impl Mirror {
@@ -76,6 +81,7 @@ pub fn fast_timing() -> Timing {
         scene_refresh_delay: Duration::from_millis(200),
         burst_window: Duration::from_millis(300),
         reopen_delay: Duration::from_millis(500),
+        datapoints: None,
     }
 }
 
@@ -113,10 +119,20 @@ pub fn start_on(
     sites: Vec<CredentialSettings>,
     rpm: u32,
 ) -> Harness {
+    start_timed(sim, credentials, sites, rpm, fast_timing())
+}
+
+/// [`start_on`] with the caller's timing (its datapoint job, say).
+pub fn start_timed(
+    sim: Simulator,
+    credentials: Vec<CredentialSettings>,
+    sites: Vec<CredentialSettings>,
+    rpm: u32,
+    timing: Timing,
+) -> Harness {
     let shutdown = CancellationToken::new();
     let (tx, rx) = mpsc::channel(4096);
     let mut cloud = settings(&sim, rpm);
-    let timing = fast_timing();
     cloud.poll_interval = timing.poll_interval;
     let bridge = Bridge::start_with_sites(&cloud, &credentials, &sites, tx, timing, shutdown.clone()).unwrap();
     let mirror = Arc::new(Mutex::new(Mirror::default()));
@@ -153,6 +169,10 @@ async fn consume(mut rx: mpsc::Receiver<Update>, mirror: Arc<Mutex<Mirror>>) {
             Update::Problem { message, .. } => m.problems.push(message),
             Update::Rejected { topic, reason, .. } => m.problems.push(format!("{topic}: {reason}")),
             Update::Photos { .. } => {}
+            Update::Datapoints { network, points } => {
+                m.datapoint_pages += 1;
+                m.datapoints.extend(points.iter().map(|p| (network.to_string(), p.clone())));
+            }
         }
     }
 }

@@ -42,6 +42,13 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// Whether requests to it yield to live work in the key's quota
+    /// ([`crate::cloud::quota::QuotaGuard::acquire_background`]): logged datapoints, photos and
+    /// icons are never urgent, and never worth a state poll's or a login's delay.
+    pub fn is_background(self) -> bool {
+        matches!(self, Self::Datapoints | Self::Gallery | Self::Image | Self::UnitIcon | Self::FixtureIcon)
+    }
+
     /// The metric label (`network_state`, …).
     pub fn as_str(self) -> &'static str {
         match self {

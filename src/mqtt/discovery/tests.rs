@@ -55,6 +55,7 @@ fn renderer(mode: DiscoveryMode) -> Renderer {
         layout: Layout::new("casambi"),
         discovery: Some(Discovery { prefix: "homeassistant".into(), mode, qos: 1 }),
         attribute_topics: true,
+        data_sensors: Default::default(),
     }
 }
 

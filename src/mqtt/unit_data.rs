@@ -1,0 +1,195 @@
+//! The latest logged datapoint of each unit and key, and the topics and Home Assistant sensors it
+//! makes (docs/mqtt.md#logged-datapoints, docs/homeassistant.md#logged-datapoints).
+//!
+//! Pages of datapoints arrive oldest first, every `datapoints.interval`; the mirror keeps only the
+//! newest value of each key, which is what the retained topics carry. Points of a unit the bridge
+//! does not know yet are kept too: the unit is published with them once a snapshot brings it.
+
+use super::discovery::{self, Component, Name, base_config};
+use crate::cloud::datapoints_fetch::{Datapoint, DatapointValue};
+use crate::config::SensorSemantics;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Keys the unit JSON exports live already: no second sensor for them.
+pub const LIVE_KEYS: [&str; 6] = ["dimmer", "lux", "presence", "cct", "onoff", "status"];
+
+/// The built-in sensors: key, device class, unit, state class, diagnostic, and a name where the
+/// device class alone would not say what it is (HA names the rest after their class).
+const BUILT_IN: [(&str, &str, &str, &str, bool, Option<&str>); 5] = [
+    ("energy", "energy", "kWh", "total_increasing", false, None),
+    ("power", "power", "W", "measurement", false, None),
+    ("battery_level", "battery", "%", "measurement", true, None),
+    ("driver_temperature", "temperature", "°C", "measurement", true, Some("Driver temperature")),
+    ("operating_hours", "duration", "h", "total_increasing", true, Some("Operating hours")),
+];
+
+/// Whether `key` is one of the built-in sensor keys.
+pub fn is_built_in(key: &str) -> bool {
+    BUILT_IN.iter().any(|b| b.0 == key)
+}
+
+/// The latest point of one key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Latest {
+    /// Its value.
+    pub value: DatapointValue,
+    /// When it was logged.
+    pub time: DateTime<Utc>,
+}
+
+/// The latest datapoints of one unit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnitData {
+    latest: BTreeMap<String, Latest>,
+}
+
+impl UnitData {
+    /// The latest point of each key, by key.
+    pub fn latest(&self) -> &BTreeMap<String, Latest> {
+        &self.latest
+    }
+
+    /// The keys reported, in order: what a unit's discovery config reads of its data.
+    pub fn keys(&self) -> impl Iterator<Item = &str> + Clone {
+        self.latest.keys().map(String::as_str)
+    }
+
+    /// `<unit>/data`: key → `{"value", "time"}`.
+    pub fn json(&self) -> String {
+        let map: Map<String, Value> = self
+            .latest
+            .iter()
+            .map(|(key, l)| {
+                let time = l.time.to_rfc3339_opts(SecondsFormat::Millis, true);
+                (key.clone(), json!({"value": l.value, "time": time}))
+            })
+            .collect();
+        Value::Object(map).to_string()
+    }
+}
+
+/// The latest datapoints of one network's units.
+#[derive(Debug, Clone, Default)]
+pub struct NetData {
+    units: BTreeMap<u32, Arc<UnitData>>,
+}
+
+impl NetData {
+    /// The data of `unit`, when it reported any.
+    pub fn unit(&self, unit: u32) -> Option<&UnitData> {
+        self.units.get(&unit).map(|d| &**d)
+    }
+
+    /// Takes a page in and returns the units whose latest values changed, in order. Points
+    /// without a unit (the service may log network-wide values) have nowhere to go and are
+    /// counted in the debug log.
+    pub fn take(&mut self, points: &[Datapoint]) -> BTreeSet<u32> {
+        let mut changed = BTreeSet::new();
+        let mut unitless = 0usize;
+        for point in points {
+            let Some(unit) = point.unit else {
+                unitless += 1;
+                continue;
+            };
+            let data = Arc::make_mut(self.units.entry(unit).or_default());
+            let newer = data.latest.get(&point.key).is_none_or(|l| l.time <= point.time);
+            if newer {
+                let latest = Latest { value: point.value.clone(), time: point.time };
+                if data.latest.insert(point.key.clone(), latest.clone()).as_ref() != Some(&latest) {
+                    changed.insert(unit);
+                }
+            }
+        }
+        if unitless > 0 {
+            tracing::debug!(points = unitless, "datapoints without a unit left out");
+        }
+        changed
+    }
+}
+
+/// Whether a key may name a topic level and a template key as it is: letters, digits, `_`, `-`.
+/// Other keys stay in the data JSON alone.
+pub fn is_plain_key(key: &str) -> bool {
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The plain topics below `<unit>/data` ([`super::settings::OutputSettings::attribute_topics`]):
+/// one per plain key, with its value as text.
+pub fn attribute_topics<'d>(data_topic: &'d str, data: &'d UnitData) -> impl Iterator<Item = (String, String)> + 'd {
+    data.latest
+        .iter()
+        .filter(|(key, _)| is_plain_key(key))
+        .map(move |(key, l)| (format!("{data_topic}/{key}"), l.value.to_string()))
+}
+
+/// The semantics of a key with a sensor: a built-in one, or one of `datapoints.sensors`.
+fn semantics(key: &str, extra: &BTreeMap<String, SensorSemantics>) -> Option<(SensorSemantics, Name)> {
+    if let Some(b) = BUILT_IN.iter().find(|b| b.0 == key) {
+        let s = SensorSemantics {
+            device_class: Some(b.1.into()),
+            unit: Some(b.2.into()),
+            state_class: Some(b.3.into()),
+            diagnostic: b.4,
+        };
+        return Some((s, b.5.map_or(Name::FromClass, |n| Name::Text(n.into()))));
+    }
+    if LIVE_KEYS.contains(&key) {
+        return None;
+    }
+    extra.get(key).map(|s| (s.clone(), Name::Text(key.replace('_', " "))))
+}
+
+/// The sensors of a unit's reported keys that have semantics (built in, or configured), as
+/// components of the unit's device `oid`, reading `data_topic`.
+pub fn components<'k>(
+    oid: &str,
+    keys: impl Iterator<Item = &'k str>,
+    extra: &BTreeMap<String, SensorSemantics>,
+    entity_words: &[&str],
+    data_topic: &str,
+) -> Vec<Component> {
+    keys.filter(|key| is_plain_key(key))
+        .filter_map(|key| semantics(key, extra).map(|s| (key, s)))
+        .map(|(key, (s, name))| {
+            let words: Vec<&str> = entity_words.iter().copied().chain([key]).collect();
+            let mut config = base_config(&name, &discovery::entity_id("sensor", &words));
+            if let Some(class) = s.device_class {
+                config.insert("device_class".into(), json!(class));
+            }
+            if let Some(unit) = s.unit {
+                config.insert("unit_of_measurement".into(), json!(unit));
+            }
+            if let Some(class) = s.state_class {
+                config.insert("state_class".into(), json!(class));
+            }
+            if s.diagnostic {
+                config.insert("entity_category".into(), json!("diagnostic"));
+            }
+            config.insert("state_topic".into(), json!(data_topic));
+            config.insert("value_template".into(), json!(format!("{{{{ value_json['{key}'].value }}}}")));
+            // A plain key ([`is_plain_key`]) is fit for ids as it is.
+            Component {
+                key: format!("data_{key}"),
+                platform: "sensor",
+                unique_id: format!("{oid}_data_{key}"),
+                availability: None,
+                config,
+            }
+        })
+        .collect()
+}
+
+/// Keys reported that neither have a sensor nor are exported live: what `check` lists, so an
+/// installer can give them semantics in `datapoints.sensors`.
+pub fn unknown_keys<'k>(
+    keys: impl Iterator<Item = &'k str>,
+    extra: &BTreeMap<String, SensorSemantics>,
+) -> BTreeSet<String> {
+    keys.filter(|k| !is_built_in(k) && !LIVE_KEYS.contains(k) && !extra.contains_key(*k)).map(str::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests;
