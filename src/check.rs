@@ -6,6 +6,7 @@
 use crate::bridge::state::NetworkView;
 use crate::mqtt::caps::Caps;
 use crate::mqtt::render::{NetMirror, Renderer};
+use crate::mqtt::unit_data;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -28,6 +29,9 @@ pub struct Report {
     pub timed_out: bool,
     /// Each `sites:` entry that logged in, with its networks.
     pub sites: Vec<SiteReport>,
+    /// Per network id: each datapoint key logged within `datapoints.lookback`, with how many
+    /// units logged it (empty when datapoints are off).
+    pub datapoint_keys: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
 /// A site login and the networks of its user.
@@ -102,6 +106,33 @@ fn capabilities(caps: &Caps) -> String {
     if words.is_empty() { "none".into() } else { words.join(", ") }
 }
 
+/// The datapoint keys of a network: those with a sensor, those exported live, and those the
+/// bridge publishes raw (docs/datapoints.md#home-assistant), which `datapoints.sensors` can turn
+/// into sensors.
+fn datapoint_lines(out: &mut String, keys: &BTreeMap<String, usize>, renderer: &Renderer) {
+    let named = |k: &String, n: &usize| format!("{k} ({})", counted(*n, "unit", "units"));
+    let unknown = unit_data::unknown_keys(keys.keys().map(String::as_str), &renderer.data_sensors);
+    let (raw, known): (Vec<_>, Vec<_>) = keys.iter().partition(|(k, _)| unknown.contains(*k));
+    let known: Vec<String> = known.into_iter().map(|(k, n)| named(k, n)).collect();
+    let raw: Vec<String> = raw.into_iter().map(|(k, n)| named(k, n)).collect();
+    if keys.is_empty() {
+        let _ = writeln!(out, "  datapoints: none logged within datapoints.lookback");
+    }
+    if !known.is_empty() {
+        let _ = writeln!(out, "  datapoints with a sensor or a live value: {}", known.join(", "));
+    }
+    if !raw.is_empty() {
+        let _ =
+            writeln!(out, "  datapoints published raw (give them a sensor in datapoints.sensors): {}", raw.join(", "));
+    }
+}
+
+/// The datapoint sensors Home Assistant gets for a network's logged keys: one per unit that
+/// logged a key with a sensor.
+fn datapoint_sensor_count(keys: &BTreeMap<String, usize>, renderer: &Renderer) -> usize {
+    keys.iter().filter(|(k, _)| unit_data::has_sensor(k, &renderer.data_sensors)).map(|(_, n)| n).sum()
+}
+
 /// Renders the report for people; `renderer` counts the Home Assistant entities as discovery
 /// publishes them.
 pub fn render(report: &Report, renderer: &Renderer) -> String {
@@ -156,9 +187,13 @@ pub fn render(report: &Report, renderer: &Renderer) -> String {
         for g in view.groups.values() {
             let _ = writeln!(out, "  group {:>3} {} (units {:?})", g.id, g.name, g.units);
         }
+        if let Some(keys) = report.datapoint_keys.get(&s.id) {
+            datapoint_lines(&mut out, keys, renderer);
+        }
     }
     if !report.networks.is_empty() {
-        let networks: usize = report.networks.values().map(|v| entity_count(renderer, v)).sum();
+        let networks: usize = report.networks.values().map(|v| entity_count(renderer, v)).sum::<usize>()
+            + report.datapoint_keys.values().map(|keys| datapoint_sensor_count(keys, renderer)).sum::<usize>();
         let bridge = renderer.bridge_entity_count();
         let _ = writeln!(
             out,

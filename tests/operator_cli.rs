@@ -170,7 +170,7 @@ async fn check_lists_each_site_with_its_networks() {
     assert!(text.contains("site owner@example.com: 2 networks\n"), "{text}");
     assert!(text.contains(&format!("  network Home ({home}), bridged with credentials demo@example.com\n")), "{text}");
     assert!(text.contains("  network Office (c0ffee00aa11bb22cc33dd44ee55ff66)\n"), "{text}");
-    assert!(text.contains("Home Assistant: 27 entities (2 of the bridge itself), 2 networks, 13 units"), "{text}");
+    assert!(text.contains("Home Assistant: 61 entities (2 of the bridge itself), 2 networks, 13 units"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -184,8 +184,17 @@ async fn check_lists_networks_units_and_entities_without_publishing() {
     assert!(text.contains("binary_sensor (occupancy)"), "{text}");
     assert!(text.contains("scene   1 Evening"), "{text}");
     assert!(!text.contains("warning:"), "the default settings draw no warning: {text}");
-    // What Home Assistant lists: the bridge's own 2 entities and the demo site's 25.
-    assert!(text.contains("Home Assistant: 27 entities (2 of the bridge itself), 2 networks, 13 units"), "{text}");
+    // The keys the demo site logged in the last hour, with the units that logged each.
+    assert!(
+        text.contains(
+            "  datapoints with a sensor or a live value: battery_level (2 units), driver_temperature (4 units), \
+             energy (5 units), lux (1 unit), operating_hours (5 units), power (5 units), presence (1 unit)\n"
+        ),
+        "{text}"
+    );
+    // What Home Assistant lists: the bridge's own 2 entities, the demo site's 25 live ones, and
+    // one sensor per unit and logged key with a sensor (21 on Home, 13 on Office).
+    assert!(text.contains("Home Assistant: 61 entities (2 of the bridge itself), 2 networks, 13 units"), "{text}");
     let r = common::retained(broker.port()).await;
     assert!(r.is_empty(), "check publishes nothing: {r:?}");
 }

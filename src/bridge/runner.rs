@@ -102,6 +102,8 @@ pub struct NetworkHandle {
     /// The credentials entry that bridges it (`credentials <email>` or `site credentials
     /// <email>`; no secret).
     pub via: String,
+    /// Where its session comes from (for reads beside the supervisor's, like `check`'s).
+    pub sessions: SessionSource,
 }
 
 /// A `sites:` entry and the networks its user session opened.
@@ -347,6 +349,7 @@ impl CredentialTask {
                     name: network.name,
                     outgoing: outgoing_tx,
                     via: label.clone(),
+                    sessions: self.source.clone(),
                 };
                 networks.insert(network.id.clone(), handle);
             }

@@ -6,8 +6,10 @@ use super::Report;
 use crate::bridge::network::Timing;
 use crate::bridge::update::Update;
 use crate::bridge::{Bridge, CredentialState};
+use crate::cloud::datapoints_fetch::Fetcher;
 use crate::config::Config;
 use crate::mqtt::client::{self, Client, ClientEvent, QUIET_INFLIGHT};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -107,6 +109,9 @@ pub async fn run(
             _ = tokio::time::sleep_until(tick) => {}
         }
     }
+    if !report.timed_out && !report.all_rejected && config.datapoints.enabled {
+        report.datapoint_keys = datapoint_keys(config, &bridge, &report, deadline).await;
+    }
     report.sites = bridge
         .sites()
         .into_iter()
@@ -124,6 +129,40 @@ pub async fn run(
         })
         .collect();
     Ok(report)
+}
+
+/// Every datapoint key each network logged within `datapoints.lookback`, with how many units
+/// logged it: one query per network (and its pages), with the bridge's own sessions, until
+/// `deadline`. A network whose query fails or runs out of time is left out, with a warning.
+async fn datapoint_keys(
+    config: &Config,
+    bridge: &Bridge,
+    report: &Report,
+    deadline: Instant,
+) -> BTreeMap<String, BTreeMap<String, usize>> {
+    let options = crate::datapoints_task::fetch_options(&config.datapoints);
+    let to = chrono::Utc::now();
+    let from = to - chrono::TimeDelta::from_std(config.datapoints.lookback).unwrap_or(chrono::TimeDelta::hours(1));
+    let mut out = BTreeMap::new();
+    for id in report.networks.keys() {
+        let Some(handle) = bridge.network(id) else { continue };
+        let fetcher = Fetcher::new(bridge.rest(), &handle.sessions, id, options.clone());
+        let mut units: BTreeMap<String, std::collections::BTreeSet<Option<u32>>> = BTreeMap::new();
+        let fetch = fetcher.fetch(from, to, |points| {
+            for p in points {
+                units.entry(p.key).or_default().insert(p.unit);
+            }
+            std::ops::ControlFlow::Continue(())
+        });
+        match tokio::time::timeout_at(deadline, fetch).await {
+            Ok(Ok(_)) => {
+                out.insert(id.clone(), units.into_iter().map(|(k, u)| (k, u.len())).collect());
+            }
+            Ok(Err(e)) => tracing::warn!(network = %id, error = %e, "could not read the network's datapoints"),
+            Err(_) => tracing::warn!(network = %id, "no time left to read the network's datapoints"),
+        }
+    }
+    out
 }
 
 /// One progress line: how long so far, what is still pending and its last failure.

@@ -16,19 +16,40 @@ use std::sync::Arc;
 /// Keys the unit JSON exports live already: no second sensor for them.
 pub const LIVE_KEYS: [&str; 6] = ["dimmer", "lux", "presence", "cct", "onoff", "status"];
 
-/// The built-in sensors: key, device class, unit, state class, diagnostic, and a name where the
+/// A built-in sensor: a datapoint key with its Home Assistant semantics, and a name where the
 /// device class alone would not say what it is (HA names the rest after their class).
-const BUILT_IN: [(&str, &str, &str, &str, bool, Option<&str>); 5] = [
-    ("energy", "energy", "kWh", "total_increasing", false, None),
-    ("power", "power", "W", "measurement", false, None),
-    ("battery_level", "battery", "%", "measurement", true, None),
-    ("driver_temperature", "temperature", "°C", "measurement", true, Some("Driver temperature")),
-    ("operating_hours", "duration", "h", "total_increasing", true, Some("Operating hours")),
+struct BuiltIn {
+    key: &'static str,
+    class: &'static str,
+    unit: &'static str,
+    state_class: &'static str,
+    diagnostic: bool,
+    name: Option<&'static str>,
+}
+
+const fn built_in(
+    key: &'static str,
+    class: &'static str,
+    unit: &'static str,
+    state_class: &'static str,
+    diagnostic: bool,
+    name: Option<&'static str>,
+) -> BuiltIn {
+    BuiltIn { key, class, unit, state_class, diagnostic, name }
+}
+
+/// The built-in sensors (docs/datapoints.md#topics-and-sensors).
+const BUILT_IN: [BuiltIn; 5] = [
+    built_in("energy", "energy", "kWh", "total_increasing", false, None),
+    built_in("power", "power", "W", "measurement", false, None),
+    built_in("battery_level", "battery", "%", "measurement", true, None),
+    built_in("driver_temperature", "temperature", "°C", "measurement", true, Some("Driver temperature")),
+    built_in("operating_hours", "duration", "h", "total_increasing", true, Some("Operating hours")),
 ];
 
 /// Whether `key` is one of the built-in sensor keys.
 pub fn is_built_in(key: &str) -> bool {
-    BUILT_IN.iter().any(|b| b.0 == key)
+    BUILT_IN.iter().any(|b| b.key == key)
 }
 
 /// The latest point of one key.
@@ -127,19 +148,25 @@ pub fn attribute_topics<'d>(data_topic: &'d str, data: &'d UnitData) -> impl Ite
 
 /// The semantics of a key with a sensor: a built-in one, or one of `datapoints.sensors`.
 fn semantics(key: &str, extra: &BTreeMap<String, SensorSemantics>) -> Option<(SensorSemantics, Name)> {
-    if let Some(b) = BUILT_IN.iter().find(|b| b.0 == key) {
+    if let Some(b) = BUILT_IN.iter().find(|b| b.key == key) {
         let s = SensorSemantics {
-            device_class: Some(b.1.into()),
-            unit: Some(b.2.into()),
-            state_class: Some(b.3.into()),
-            diagnostic: b.4,
+            device_class: Some(b.class.into()),
+            unit: Some(b.unit.into()),
+            state_class: Some(b.state_class.into()),
+            diagnostic: b.diagnostic,
         };
-        return Some((s, b.5.map_or(Name::FromClass, |n| Name::Text(n.into()))));
+        return Some((s, b.name.map_or(Name::FromClass, |n| Name::Text(n.into()))));
     }
     if LIVE_KEYS.contains(&key) {
         return None;
     }
     extra.get(key).map(|s| (s.clone(), Name::Text(key.replace('_', " "))))
+}
+
+/// Whether units that log `key` get a sensor for it ([`is_plain_key`], and built in or in
+/// `datapoints.sensors`).
+pub fn has_sensor(key: &str, extra: &BTreeMap<String, SensorSemantics>) -> bool {
+    is_plain_key(key) && semantics(key, extra).is_some()
 }
 
 /// The sensors of a unit's reported keys that have semantics (built in, or configured), as

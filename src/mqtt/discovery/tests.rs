@@ -3,6 +3,7 @@
 use super::*;
 use crate::bridge::photos::NetPhoto;
 use crate::bridge::state::NetworkView;
+use crate::cloud::datapoints_fetch::{Datapoint, DatapointValue};
 use crate::cloud::model::{Fixture, NetworkState};
 use crate::mqtt::photos::PhotoSet;
 use crate::mqtt::render::{NetMirror, Renderer};
@@ -45,6 +46,20 @@ fn demo_mirrors() -> Vec<NetMirror> {
                 .map(|p| NetPhoto::new(p.name.clone(), p.image.clone(), crate::sim::images::picture(&p.image).unwrap().into()))
                 .collect();
             mirror.photos = PhotoSet::new(photos.into());
+            // Logged datapoints of every built-in key on the first unit, so their sensors are
+            // checked with the rest.
+            let first = mirror.view.units.keys().next().copied();
+            let keys = ["energy", "power", "battery_level", "driver_temperature", "operating_hours", "dimmer"];
+            let points: Vec<Datapoint> = keys
+                .iter()
+                .map(|key| Datapoint {
+                    time: chrono::DateTime::UNIX_EPOCH,
+                    unit: first,
+                    key: (*key).into(),
+                    value: DatapointValue::parse("1"),
+                })
+                .collect();
+            mirror.data.take(&points);
             mirror
         })
         .collect()
@@ -319,4 +334,27 @@ fn ours_is_recognised_by_origin_and_base_topic() {
     assert!(!is_ours(&v, "other"));
     let v = json!({"origin": {"name": "zigbee2mqtt"}, "state_topic": "casambi/home"});
     assert!(!is_ours(&v, "casambi"));
+}
+
+#[test]
+fn logged_keys_with_a_sensor_are_sensors_of_their_unit_and_live_keys_are_not() {
+    for mode in MODES {
+        let data: Vec<(String, Value)> = entities(mode)
+            .into_iter()
+            .filter(|(_, c)| c["unique_id"].as_str().is_some_and(|u| u.contains("_data_")))
+            .collect();
+        // Five built-in keys on one unit of each of the two networks; `dimmer` is live.
+        assert_eq!(data.len(), 10, "{mode:?}");
+        assert!(data.iter().all(|(p, _)| p == "sensor"));
+        assert!(!data.iter().any(|(_, c)| c["unique_id"].as_str().is_some_and(|u| u.ends_with("_data_dimmer"))));
+        for (_, c) in &data {
+            assert!(c["state_topic"].as_str().is_some_and(|t| t.ends_with("/data")), "{c}");
+            assert!(
+                c["device"]["identifiers"][0]
+                    .as_str()
+                    .is_some_and(|d| c["unique_id"].as_str().is_some_and(|u| u.starts_with(d))),
+                "{c}"
+            );
+        }
+    }
 }
