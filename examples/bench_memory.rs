@@ -8,11 +8,12 @@
 
 use anyhow::Context;
 use casambi2mqtt::bridge::state::{Connection, NetworkView};
+use casambi2mqtt::cloud::datapoints_fetch::{Datapoint, DatapointValue};
 use casambi2mqtt::cloud::model::{Fixture, NetworkState};
 use casambi2mqtt::mqtt::DiscoveryMode;
 use casambi2mqtt::mqtt::discovery::Discovery;
 use casambi2mqtt::mqtt::plan;
-use casambi2mqtt::mqtt::render::{NetMirror, Renderer};
+use casambi2mqtt::mqtt::render::{NetMirror, Owner, Renderer};
 use casambi2mqtt::mqtt::store::Store;
 use casambi2mqtt::mqtt::topics::Layout;
 use casambi2mqtt::sim::render;
@@ -146,7 +147,7 @@ fn main() -> anyhow::Result<()> {
         views.push(view);
     }
     let after_views = report("core: network views", start.clone(), total_units, args.sizes);
-    let mirrors: Vec<NetMirror> =
+    let mut mirrors: Vec<NetMirror> =
         views.iter().enumerate().map(|(i, v)| NetMirror::new(v.clone(), format!("site-{i}"))).collect();
     let after_mirrors = report("publisher: mirrors (units shared)", after_views, total_units, args.sizes);
     let renderer = Renderer {
@@ -163,7 +164,35 @@ fn main() -> anyhow::Result<()> {
             published += 1;
         }
     }
-    report(&format!("publisher: store ({published} topics)"), after_mirrors, total_units, args.sizes);
+    let after_store = report(&format!("publisher: store ({published} topics)"), after_mirrors, total_units, args.sizes);
+    // Logged datapoints: what the demo's luminaires log, one point per key and unit.
+    let keys = ["dimmer", "power", "energy", "driver_temperature", "operating_hours", "status"];
+    for m in &mut mirrors {
+        let points: Vec<Datapoint> = m
+            .view
+            .units
+            .keys()
+            .flat_map(|id| {
+                keys.iter().map(move |key| Datapoint {
+                    time: chrono::Utc::now(),
+                    unit: Some(*id),
+                    key: (*key).to_string(),
+                    value: DatapointValue::parse(if *key == "status" { "ok" } else { "12.5" }),
+                })
+            })
+            .collect();
+        m.data.take(&points);
+    }
+    let after_data = report("publisher: latest datapoints", after_store, total_units, args.sizes);
+    let mut data_topics = 0usize;
+    for m in &mirrors {
+        let owners: Vec<Owner> = m.view.units.keys().map(|id| Owner::Unit(m.key.clone(), *id)).collect();
+        for op in plan::owner_ops(&renderer, &mut store, m, &owners) {
+            store.record(op.receipt());
+            data_topics += 1;
+        }
+    }
+    report(&format!("publisher: store, datapoints ({data_topics} ops)"), after_data, total_units, args.sizes);
     report("total", start, total_units, false);
     Ok(())
 }

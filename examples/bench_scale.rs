@@ -13,7 +13,8 @@
 //! - Start-up time: from spawning the bridge to the last retained message of the start-up
 //!   (every device config, unit JSON, group, scene and network topic), checked against the
 //!   counts the site implies and against what a fresh subscriber then gets from the broker's
-//!   retained store.
+//!   retained store. With `--datapoints true` (the default), to the message that completes it:
+//!   the datapoints' topics follow at once.
 //! - Peak RSS: `VmHWM` of the bridge process after start-up and after the idle period.
 //! - Idle CPU: the bridge's CPU time over `--idle` seconds with every wire open and quiet, from
 //!   20 s after the start-up (after the scan for stale retained topics).
@@ -61,6 +62,10 @@ struct Args {
     /// after its scan for stale topics, which reads all of them).
     #[arg(long)]
     restart: bool,
+    /// Fetch and publish the logged datapoints (`datapoints.enabled`, on by default); they
+    /// begin after the start-up, which ends before their first topic.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    datapoints: bool,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
@@ -79,9 +84,14 @@ impl Subscriber {
     fn filters(self) -> &'static [&'static str] {
         match self {
             Subscriber::All => &["#"],
-            Subscriber::Ha => {
-                &["homeassistant/#", "casambi/+", "casambi/+/+/+", "casambi/+/unit/+/availability", "casambi/bridge/#"]
-            }
+            Subscriber::Ha => &[
+                "homeassistant/#",
+                "casambi/+",
+                "casambi/+/+/+",
+                "casambi/+/unit/+/availability",
+                "casambi/+/unit/+/data",
+                "casambi/bridge/#",
+            ],
         }
     }
 }
@@ -196,19 +206,28 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let own_cpu0 = cpu_time(std::process::id());
     let (recorder, _sub) =
         support::subscribe(broker.port, "bench-scale-subscriber", args.subscriber.filters(), base).await;
-    let bridge = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
+    let bridge = BridgeProcess::start(&bridge_config(&sim, &broker, args));
     let spawned = bridge.started.saturating_duration_since(base);
 
     wait_startup(&recorder, 0, networks, total_units, &bridge).await?;
     let all = recorder.since(0);
     let first = all.first().map_or(Duration::ZERO, |m| m.at);
-    // The last message of the start-up (everything after it is later than the 3 s of quiet).
-    let last = all.last().map_or(Duration::ZERO, |m| m.at);
+    // The last message of the start-up: logged datapoints begin only after every network's
+    // start-up snapshot, so the start-up ends before the first datapoint topic.
+    let (startup, data) = split_at_datapoints(&all);
+    let last = startup_end(&all, networks, total_units, args.datapoints);
+    let data_last = data.iter().filter(|m| is_data_topic(&m.topic)).map(|m| m.at).max();
+    println!(
+        "  datapoints after start-up: {} messages ({} data topics), the last {:.2} s after spawning",
+        data.len(),
+        data.iter().filter(|m| is_data_topic(&m.topic)).count(),
+        data_last.map_or(0.0, |t| t.saturating_sub(spawned).as_secs_f64())
+    );
     let rss_startup = status_mib(bridge.pid(), "VmHWM");
     let (bridge_cpu, broker_cpu) = (cpu_time(bridge.pid()), cpu_time(broker.pid()));
     let own_cpu = cpu_time(std::process::id()).saturating_sub(own_cpu0);
     let mut bytes: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for m in &all {
+    for m in startup {
         let kind = match m.topic.split('/').collect::<Vec<_>>().as_slice() {
             ["homeassistant", ..] => "discovery",
             ["casambi", _, "unit", _] => "unit JSON",
@@ -263,6 +282,10 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
             "sessions".to_string()
         } else if path.starts_with("/v1/fixtures/") {
             "fixtures".to_string()
+        } else if path.starts_with("/datapoints/") {
+            "datapoints (after start-up)".to_string()
+        } else if path.ends_with("/gallery") || path.contains("/images/") {
+            "photos (after start-up)".to_string()
         } else if path.ends_with("/state") {
             "network state".to_string()
         } else if path.starts_with("/v1/networks/") && path.matches('/').count() == 3 {
@@ -273,6 +296,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
         *kinds.entry(kind).or_default() += 1;
     }
     let sessions = kinds.get("sessions").copied().unwrap_or(0);
+    let background: usize = kinds.iter().filter(|(k, _)| k.ends_with("(after start-up)")).map(|(_, n)| n).sum();
     let expected = sessions + 2 * networks + fixtures.len();
     println!("  requests by kind: {kinds:?} (distinct fixtures: {})", fixtures.len());
 
@@ -282,10 +306,10 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let restart = if args.restart {
         let from = recorder.len();
         let broker_cpu0 = cpu_time(broker.pid());
-        let again = BridgeProcess::start(&support::bridge_config(&sim, &broker, args.attribute_topics));
+        let again = BridgeProcess::start(&bridge_config(&sim, &broker, args));
         let spawned = again.started.saturating_duration_since(base);
         wait_startup(&recorder, from, networks, total_units, &again).await?;
-        let last = recorder.last_since(from).unwrap_or(Duration::ZERO);
+        let last = startup_end(&recorder.since(from), networks, total_units, args.datapoints);
         let cpu = (cpu_time(again.pid()), cpu_time(broker.pid()).saturating_sub(broker_cpu0));
         // The scan for stale topics (`gc`) starts 10 s after the last network loaded and reads
         // all 400,000 retained messages: measure after it.
@@ -314,11 +338,75 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
         rss_startup_mib: rss_startup,
         rss_idle_mib: rss_idle,
         idle_percent,
-        requests: records.len(),
+        requests: records.len() - background,
         expected_requests: expected,
         load,
         restart,
     })
+}
+
+/// What of the start-up a subscriber has seen: every unit JSON, device config and network JSON.
+#[derive(Default)]
+struct Completion {
+    unit_json: HashSet<String>,
+    configs: HashSet<String>,
+    network_json: HashSet<String>,
+}
+
+impl Completion {
+    fn note(&mut self, m: &support::Received) {
+        match m.topic.split('/').collect::<Vec<_>>().as_slice() {
+            ["casambi", _, "unit", _] => {
+                self.unit_json.insert(m.topic.clone());
+            }
+            ["homeassistant", "device", _, "config"] if !m.payload.is_empty() => {
+                self.configs.insert(m.topic.clone());
+            }
+            ["casambi", net] if *net != "bridge" => {
+                self.network_json.insert(m.topic.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn done(&self, networks: usize, total_units: usize) -> bool {
+        self.unit_json.len() >= total_units
+            && self.configs.len() > total_units + networks
+            && self.network_json.len() >= networks
+    }
+}
+
+/// When the start-up of `msgs` ended. Without datapoints: its last message. With them, their
+/// topics, and the unit configs they extend with sensors, follow the start-up at once, so it ends
+/// at the message that completes it ([`Completion`]).
+fn startup_end(msgs: &[support::Received], networks: usize, total_units: usize, datapoints: bool) -> Duration {
+    if !datapoints {
+        return msgs.last().map_or(Duration::ZERO, |m| m.at);
+    }
+    let mut seen = Completion::default();
+    for m in msgs {
+        seen.note(m);
+        if seen.done(networks, total_units) {
+            return m.at;
+        }
+    }
+    msgs.last().map_or(Duration::ZERO, |m| m.at)
+}
+
+/// The bridge's configuration for this run.
+fn bridge_config(sim: &Simulator, broker: &Broker, args: &Args) -> String {
+    let config = support::bridge_config(sim, broker, args.attribute_topics);
+    if args.datapoints { config } else { format!("{config}datapoints:\n  enabled: false\n") }
+}
+
+/// Whether `topic` is a unit's logged datapoints (`…/data` or `…/data/<key>`).
+fn is_data_topic(topic: &str) -> bool {
+    matches!(topic.split('/').collect::<Vec<_>>().as_slice(), ["casambi", _, "unit", _, "data", ..])
+}
+
+/// The messages of the start-up, and those from the first datapoint topic on.
+fn split_at_datapoints(all: &[support::Received]) -> (&[support::Received], &[support::Received]) {
+    all.split_at(all.iter().position(|m| is_data_topic(&m.topic)).unwrap_or(all.len()))
 }
 
 /// Waits until the start-up of `bridge` is complete in what `recorder` got from its message
@@ -332,35 +420,19 @@ async fn wait_startup(
     bridge: &BridgeProcess,
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
-    let (mut unit_json, mut configs, mut network_json) = (HashSet::new(), HashSet::new(), HashSet::new());
+    let mut seen = Completion::default();
     let mut scanned = from;
     loop {
-        scanned = recorder.scan(scanned, |m| {
-            let parts: Vec<&str> = m.topic.split('/').collect();
-            match parts.as_slice() {
-                ["casambi", _, "unit", _] => {
-                    unit_json.insert(m.topic.clone());
-                }
-                ["homeassistant", "device", _, "config"] if !m.payload.is_empty() => {
-                    configs.insert(m.topic.clone());
-                }
-                ["casambi", net] if *net != "bridge" => {
-                    network_json.insert(m.topic.clone());
-                }
-                _ => {}
-            }
-        });
-        let done =
-            unit_json.len() >= total_units && configs.len() > total_units + networks && network_json.len() >= networks;
-        if done && recorder.quiet_for().is_some_and(|q| q >= Duration::from_secs(3)) {
+        scanned = recorder.scan(scanned, |m| seen.note(m));
+        if seen.done(networks, total_units) && recorder.quiet_for().is_some_and(|q| q >= Duration::from_secs(3)) {
             return Ok(());
         }
         anyhow::ensure!(
             Instant::now() < deadline,
             "start-up incomplete after 120 s: {} unit JSON, {} configs, {} networks\n{}",
-            unit_json.len(),
-            configs.len(),
-            network_json.len(),
+            seen.unit_json.len(),
+            seen.configs.len(),
+            seen.network_json.len(),
             bridge.log()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;

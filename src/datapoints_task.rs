@@ -12,6 +12,8 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio_util::sync::CancellationToken;
 
@@ -45,20 +47,33 @@ impl Schedule {
     }
 }
 
+/// Networks fetching at the same time, across the bridge. A page holds up to 10,000 points
+/// (about a megabyte parsed), and every network's first fetch falls due together once the
+/// start-up gate opens: taking turns keeps a big site's memory to a few pages, and the publisher
+/// renders one network's new sensors at a time.
+pub const FETCHES_AT_ONCE: usize = 2;
+
 /// What the bridge's supervisors run per network: the schedule and the fetch options of the
-/// `datapoints:` section.
-#[derive(Clone, Debug, PartialEq)]
+/// `datapoints:` section, and the turns every network's fetch takes ([`FETCHES_AT_ONCE`]).
+#[derive(Clone, Debug)]
 pub struct Job {
     /// When.
     pub schedule: Schedule,
     /// What.
     pub options: FetchOptions,
+    /// Shared by the clones of the job: one permit per fetch under way.
+    pub turns: Arc<Semaphore>,
 }
 
 impl Job {
+    /// A job with its own turns.
+    pub fn new(schedule: Schedule, options: FetchOptions) -> Job {
+        Job { schedule, options, turns: Arc::new(Semaphore::new(FETCHES_AT_ONCE)) }
+    }
+
     /// The job of the `datapoints:` section; `None` when it is turned off.
     pub fn of(settings: &DatapointSettings) -> Option<Job> {
-        settings.enabled.then(|| Job { schedule: Schedule::of(settings), options: fetch_options(settings) })
+        settings.enabled.then(|| Job::new(Schedule::of(settings), fetch_options(settings)))
     }
 }
 
@@ -84,6 +99,17 @@ pub async fn run<S: PageSource, P: SessionProvider>(
     out: mpsc::Sender<Batch>,
     shutdown: CancellationToken,
 ) -> TaskEnd {
+    run_in_turn(fetcher, schedule, &Semaphore::new(1), out, shutdown).await
+}
+
+/// [`run`], each fetch waiting for a permit of `turns`, held until the fetch ends.
+pub async fn run_in_turn<S: PageSource, P: SessionProvider>(
+    fetcher: &Fetcher<'_, S, P>,
+    schedule: Schedule,
+    turns: &Semaphore,
+    out: mpsc::Sender<Batch>,
+    shutdown: CancellationToken,
+) -> TaskEnd {
     let network = fetcher.network();
     let mut tracker = Tracker::new(TimeDelta::from_std(schedule.lookback).unwrap_or(RETENTION));
     let mut ticks = tokio::time::interval(schedule.interval);
@@ -94,6 +120,10 @@ pub async fn run<S: PageSource, P: SessionProvider>(
             () = out.closed() => return TaskEnd::ReceiverGone,
             _ = ticks.tick() => {}
         }
+        let _turn = tokio::select! {
+            () = shutdown.cancelled() => return TaskEnd::Shutdown,
+            turn = turns.acquire() => turn.ok(),
+        };
         // One interval: fetch, and while the channel was full, wait for room and go on.
         loop {
             let (mut full, mut closed) = (false, false);

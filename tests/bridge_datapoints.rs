@@ -21,8 +21,7 @@ const OFFICE: &str = "c0ffee00aa11bb22cc33dd44ee55ff66";
 
 fn timing(interval: Duration) -> Timing {
     let settings = DatapointSettings::default();
-    let job =
-        Job { schedule: Schedule { interval, lookback: Duration::from_secs(3600) }, options: fetch_options(&settings) };
+    let job = Job::new(Schedule { interval, lookback: Duration::from_secs(3600) }, fetch_options(&settings));
     Timing { datapoints: Some(job), ..fast_timing() }
 }
 

@@ -261,7 +261,8 @@ impl Supervisor {
                     }
                 }
             };
-            tokio::join!(crate::datapoints_task::run(&fetcher, job.schedule, pages_tx, shutdown), forward);
+            let fetch = crate::datapoints_task::run_in_turn(&fetcher, job.schedule, &job.turns, pages_tx, shutdown);
+            tokio::join!(fetch, forward);
         };
         Some(tokio::spawn(task).abort_handle())
     }

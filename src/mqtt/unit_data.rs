@@ -16,6 +16,22 @@ use std::sync::Arc;
 /// Keys the unit JSON exports live already: no second sensor for them.
 pub const LIVE_KEYS: [&str; 6] = ["dimmer", "lux", "presence", "cct", "onoff", "status"];
 
+/// The datapoint keys the store keeps as levels below a unit's data topic (its
+/// `store::levels`): the built-in ones and the live ones, which nearly every unit logs.
+pub const DATA_LEVELS: [&str; 11] = [
+    "energy",
+    "power",
+    "battery_level",
+    "driver_temperature",
+    "operating_hours",
+    "dimmer",
+    "lux",
+    "presence",
+    "cct",
+    "onoff",
+    "status",
+];
+
 /// A built-in sensor: a datapoint key with its Home Assistant semantics, and a name where the
 /// device class alone would not say what it is (HA names the rest after their class).
 struct BuiltIn {
@@ -61,21 +77,39 @@ pub struct Latest {
     pub time: DateTime<Utc>,
 }
 
-/// The latest datapoints of one unit.
+/// The latest datapoints of one unit, ordered by key. A sorted list of a few entries, its keys
+/// shared by every unit of the network: a big site holds one of these per unit (25,000 at
+/// 100 × 250), where a map per unit would cost a node of eleven entries each.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UnitData {
-    latest: BTreeMap<String, Latest>,
+    latest: Vec<(Arc<str>, Latest)>,
 }
 
 impl UnitData {
-    /// The latest point of each key, by key.
-    pub fn latest(&self) -> &BTreeMap<String, Latest> {
-        &self.latest
+    /// The latest point of each key, ordered by key.
+    pub fn latest(&self) -> impl Iterator<Item = (&str, &Latest)> {
+        self.latest.iter().map(|(k, l)| (&**k, l))
     }
 
     /// The keys reported, in order: what a unit's discovery config reads of its data.
     pub fn keys(&self) -> impl Iterator<Item = &str> + Clone {
-        self.latest.keys().map(String::as_str)
+        self.latest.iter().map(|(k, _)| &**k)
+    }
+
+    /// Records `latest` for `key` when it is not older than what the unit has; whether the
+    /// unit's data changed.
+    fn note(&mut self, key: impl FnOnce() -> Arc<str>, name: &str, latest: Latest) -> bool {
+        match self.latest.binary_search_by(|(k, _)| (**k).cmp(name)) {
+            Ok(i) => {
+                let old = &mut self.latest[i].1;
+                if old.time > latest.time || *old == latest {
+                    return false;
+                }
+                *old = latest;
+            }
+            Err(i) => self.latest.insert(i, (key(), latest)),
+        }
+        true
     }
 
     /// `<unit>/data`: key → `{"value", "time"}`.
@@ -85,7 +119,7 @@ impl UnitData {
             .iter()
             .map(|(key, l)| {
                 let time = l.time.to_rfc3339_opts(SecondsFormat::Millis, true);
-                (key.clone(), json!({"value": l.value, "time": time}))
+                (key.to_string(), json!({"value": l.value, "time": time}))
             })
             .collect();
         Value::Object(map).to_string()
@@ -96,6 +130,8 @@ impl UnitData {
 #[derive(Debug, Clone, Default)]
 pub struct NetData {
     units: BTreeMap<u32, Arc<UnitData>>,
+    /// Every key seen, shared by the units that logged it.
+    keys: BTreeSet<Arc<str>>,
 }
 
 impl NetData {
@@ -116,12 +152,24 @@ impl NetData {
                 continue;
             };
             let data = Arc::make_mut(self.units.entry(unit).or_default());
-            let newer = data.latest.get(&point.key).is_none_or(|l| l.time <= point.time);
-            if newer {
-                let latest = Latest { value: point.value.clone(), time: point.time };
-                if data.latest.insert(point.key.clone(), latest.clone()).as_ref() != Some(&latest) {
-                    changed.insert(unit);
+            let keys = &mut self.keys;
+            let key = || match keys.get(point.key.as_str()) {
+                Some(k) => k.clone(),
+                None => {
+                    let k: Arc<str> = Arc::from(point.key.as_str());
+                    keys.insert(k.clone());
+                    k
                 }
+            };
+            if data.note(key, &point.key, Latest { value: point.value.clone(), time: point.time }) {
+                changed.insert(unit);
+            }
+        }
+        // Sized to fit: a list grown one key at a time keeps room for twice its keys, once per
+        // unit of a big site.
+        for unit in &changed {
+            if let Some(data) = self.units.get_mut(unit) {
+                Arc::make_mut(data).latest.shrink_to_fit();
             }
         }
         if unitless > 0 {
@@ -140,8 +188,7 @@ pub fn is_plain_key(key: &str) -> bool {
 /// The plain topics below `<unit>/data` ([`super::settings::OutputSettings::attribute_topics`]):
 /// one per plain key, with its value as text.
 pub fn attribute_topics<'d>(data_topic: &'d str, data: &'d UnitData) -> impl Iterator<Item = (String, String)> + 'd {
-    data.latest
-        .iter()
+    data.latest()
         .filter(|(key, _)| is_plain_key(key))
         .map(move |(key, l)| (format!("{data_topic}/{key}"), l.value.to_string()))
 }

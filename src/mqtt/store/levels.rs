@@ -1,19 +1,23 @@
 //! The levels below a state topic that the store keeps as a number instead of a name: an
 //! attribute topic (`…/unit/lamp/brightness`) is its state topic's name and a level, so the
-//! store holds a byte for it, not its name.
+//! store holds a byte for it, not its name. So is a datapoint's plain topic
+//! (`…/unit/lamp/data/energy`) below its unit's data topic: a big site has one per unit and
+//! key, and kept by name they would outgrow the store's table (docs/datapoints.md).
 
 use crate::mqtt::state_text::{AVAILABILITY, Leaf};
+use crate::mqtt::unit_data::DATA_LEVELS;
 use crate::mqtt::unit_json::UNIT_KEYS;
 
 /// How many levels [`level_index`] numbers.
-pub(super) const LEVEL_COUNT: usize = UNIT_KEYS.len() + 1;
+pub(super) const LEVEL_COUNT: usize = UNIT_KEYS.len() + 1 + DATA_LEVELS.len();
 
 /// The levels below a state topic that the bridge publishes, in order: the unit JSON's keys,
-/// then `availability`. Read from the statics the renderer names its leaves with (never copied:
-/// a copy of a string may be at another address), so a leaf and its level are the same string
-/// at the same address, which [`is_level`] compares first.
+/// then `availability`, then the datapoint keys that have a meaning. Read from the statics the
+/// renderer names its leaves with (never copied: a copy of a string may be at another address),
+/// so a leaf and its level are the same string at the same address, which [`is_level`] compares
+/// first.
 fn levels() -> impl Iterator<Item = &'static str> {
-    UNIT_KEYS.iter().copied().chain([AVAILABILITY])
+    UNIT_KEYS.iter().copied().chain([AVAILABILITY]).chain(DATA_LEVELS.iter().copied())
 }
 
 /// The number of a level below a state topic that the bridge publishes.
@@ -27,7 +31,7 @@ pub(super) fn level_at(index: u8) -> &'static str {
     match UNIT_KEYS.get(index) {
         Some(key) => key,
         None if index == UNIT_KEYS.len() => AVAILABILITY,
-        None => "",
+        None => DATA_LEVELS.get(index - UNIT_KEYS.len() - 1).copied().unwrap_or(""),
     }
 }
 
@@ -80,6 +84,15 @@ mod tests {
             assert!(is_level(level, name) && is_level(level, &copy));
             assert_eq!(is_level(availability, name), name == "availability");
         }
+    }
+
+    #[test]
+    fn datapoint_keys_with_a_meaning_are_levels_too() {
+        for key in DATA_LEVELS {
+            let level = level_index(key).unwrap();
+            assert_eq!(level_at(level), key);
+        }
+        assert_eq!(level_index("a_vendor_key"), None);
     }
 
     #[test]
