@@ -182,13 +182,18 @@ pub(crate) fn mqtt(
 /// is `token` or `token_file`, and may be missing (a page beyond loopback is then read-only).
 pub(crate) fn http(reader: &mut Reader, h: HttpFile, former: HealthFile) -> Option<HttpSettings> {
     let before = reader.problems.len();
+    // The environment wins over the file here too: an image that sets one name does not clash
+    // with a file that uses the other.
+    let from_env = |key: &str| reader.origin(key).is_some();
+    let (http_env, health_env) = (from_env("http.listen"), from_env("health.listen"));
     let (key, listen) = match (reader.is_given("http", "listen"), reader.is_given("health", "listen")) {
-        (true, true) => {
+        (true, true) if health_env && !http_env => ("health.listen", former.listen),
+        (true, true) if http_env == health_env => {
             reader.push(Problem::new("http.listen", Detail::Conflict { other: "health.listen".into() }));
             ("http.listen", h.listen)
         }
+        (true, true) | (true, false) | (false, false) => ("http.listen", h.listen),
         (false, true) => ("health.listen", former.listen),
-        _ => ("http.listen", h.listen),
     };
     let listen = listen.as_deref().map(str::trim).unwrap_or("");
     let listen = if listen.is_empty() {

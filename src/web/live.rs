@@ -139,9 +139,19 @@ pub async fn events(State(web): State<Arc<WebState>>) -> Sse<impl Stream<Item = 
     // the page as a frame, so nothing falls between the two.
     let frames = web.pages.subscribe();
     web.mirror.set_watching(true);
-    let first = Some(Event::default().event("snapshot").data(web.page_json()));
-    let page = Page { first, frames, web };
-    let stream = futures_util::stream::unfold(page, |mut page| async move {
+    let first = Event::default().event("snapshot").data(web.page_json());
+    Sse::new(page_stream(web, frames, first)).keep_alive(KeepAlive::default())
+}
+
+/// One page's events: `first`, then every frame, until shutdown or until the page falls
+/// [`PAGE_QUEUE`] frames behind.
+fn page_stream(
+    web: Arc<WebState>,
+    frames: broadcast::Receiver<Arc<Frame>>,
+    first: Event,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    let page = Page { first: Some(first), frames, web };
+    futures_util::stream::unfold(page, |mut page| async move {
         if let Some(first) = page.first.take() {
             return Some((Ok(first), page));
         }
@@ -160,11 +170,67 @@ pub async fn events(State(web): State<Arc<WebState>>) -> Sse<impl Stream<Item = 
             }
             Err(RecvError::Closed) => None,
         }
-    });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    })
 }
 
 /// A new queue of page frames.
 pub fn page_queue() -> broadcast::Sender<Arc<Frame>> {
     broadcast::channel(PAGE_QUEUE).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::health::HealthState;
+    use crate::web::WebSettings;
+    use futures_util::StreamExt;
+    use tokio_util::sync::CancellationToken;
+
+    fn web() -> Arc<WebState> {
+        let settings = WebSettings {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token: None,
+            broker: String::new(),
+            protocol: "auto".into(),
+            rest_limit: 60,
+        };
+        Arc::new(WebState::new(settings, HealthState::new(), CancellationToken::new()))
+    }
+
+    fn frame(n: usize) -> Arc<Frame> {
+        Arc::new(Frame { event: "units", data: n.to_string() })
+    }
+
+    #[tokio::test]
+    async fn a_page_that_keeps_up_gets_every_frame() {
+        let web = web();
+        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        for n in 0..PAGE_QUEUE {
+            web.pages.send(frame(n)).unwrap();
+        }
+        let got: Vec<_> = stream.take(PAGE_QUEUE + 1).collect().await;
+        assert_eq!(got.len(), PAGE_QUEUE + 1, "the snapshot and every frame");
+    }
+
+    #[tokio::test]
+    async fn a_page_that_falls_behind_is_dropped_without_holding_anyone() {
+        let web = web();
+        let slow = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        let mut keeping_up = web.pages.subscribe();
+        for n in 0..=PAGE_QUEUE {
+            // Never waits, whoever reads or not.
+            web.pages.send(frame(n)).unwrap();
+            assert_eq!(keeping_up.recv().await.unwrap().data, n.to_string());
+        }
+        let got: Vec<_> = slow.collect().await;
+        assert_eq!(got.len(), 1, "the snapshot, then the stream ends: the page is dropped");
+    }
+
+    #[tokio::test]
+    async fn a_page_ends_at_shutdown() {
+        let web = web();
+        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        web.shutdown.cancel();
+        assert_eq!(stream.collect::<Vec<_>>().await.len(), 1);
+    }
 }

@@ -129,11 +129,11 @@ function unitCard(net, u) {
       send({ network: net.id, target: "unit", id: u.id, attr: "color_temp", payload: v }), { "data-kelvin": u.id }));
   }
   const card = el("div", { class: "unit" + (online ? "" : " offline"), "data-unit": u.id, "data-state": u.state },
-    u.icon ? el("img", { src: u.icon, alt: "", loading: "lazy" }) : el("span"),
+    u.icon ? el("img", { src: u.icon, alt: "", loading: "lazy", onerror: (e) => e.target.replaceWith(el("span")) }) : el("span"),
     el("div", {}, el("div", { class: "name" }, u.name || "unit " + u.id),
       el("div", { class: "kind" }, (u.type || "unit") + (online ? "" : " · offline"))),
     toggle,
-    el("div", { class: "readings" }, ...readings),
+    el("div", { class: "readings" }, ...readings.map((r) => el("span", {}, r))),
     sliders.length ? el("div", { class: "sliders" }, ...sliders) : null);
   for (const s of card.querySelectorAll(".swatch")) s.style.background = s.getAttribute("data-rgb");
   return card;
