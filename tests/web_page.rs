@@ -12,8 +12,7 @@ mod browser;
 mod common;
 
 use browser::Browser;
-use casambi2mqtt::app::{self, Running};
-use casambi2mqtt::config;
+use casambi2mqtt::app;
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use common::Mosquitto;
@@ -41,21 +40,7 @@ async fn rig(http: &str) -> Rig {
         .try_init();
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
     let broker = Mosquitto::start();
-    let yaml = format!(
-        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\nnetworks:\n  - email: demo@example.com\n    password: demo\n\
-         mqtt:\n  url: {}\nhttp:\n{http}",
-        sim.base_url(),
-        sim.ws_url(),
-        broker.url()
-    );
-    let config = config::parse(&yaml, Vec::<(String, String)>::new()).unwrap();
-    let shutdown = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel::<Running>();
-    let mut task = tokio::spawn(app::run(config, shutdown.clone(), Some(tx)));
-    let running = match rx.await {
-        Ok(r) => r,
-        Err(_) => panic!("the bridge did not start: {:?}", (&mut task).await),
-    };
+    let (running, shutdown, task) = common::start_app(&sim, &broker.url(), &format!("http:\n{http}")).await;
     let bound = running.health_addr.expect("the HTTP listener");
     // A listener on 0.0.0.0 is reached on loopback (as a browser on this machine would).
     let addr = SocketAddr::from(([127, 0, 0, 1], bound.port()));
@@ -126,6 +111,12 @@ fn card(network: &str, unit: i64) -> String {
     format!("section[data-network=\"{network}\"] [data-unit=\"{unit}\"]")
 }
 
+/// Waits until the unit card `css` shows `state` (`ON`, `OFF`).
+async fn wait_state(browser: &Browser, css: &str, state: &str, what: &str) {
+    let script = format!("return document.querySelector('{css}').dataset.state === '{state}';");
+    browser.wait_for(Duration::from_secs(5), what, &script).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_lists_follows_and_controls_the_demo() {
     let rig = rig("  listen: 127.0.0.1:0\n").await;
@@ -156,26 +147,14 @@ async fn the_page_lists_follows_and_controls_the_demo() {
     assert_eq!(browser.eval(&format!("return document.querySelector('{ceiling}').dataset.state;")).await, "ON");
     let changed = Instant::now();
     rig.sim_post("units/1/state", json!({"on": false})).await;
-    browser
-        .wait_for(
-            Duration::from_secs(5),
-            "the simulator's change appears",
-            &format!("return document.querySelector('{ceiling}').dataset.state === 'OFF';"),
-        )
-        .await;
+    wait_state(&browser, &ceiling, "OFF", "the simulator's change appears").await;
     let took = changed.elapsed();
     assert!(took < Duration::from_secs(1), "the change took {took:?} to reach the page");
 
     // A click on the page changes the unit in the simulator.
     browser.click(&format!("{ceiling} button[data-toggle]")).await;
     rig.wait_truth(1, "the click turned the ceiling on", |u| u["on"] == json!(true)).await;
-    browser
-        .wait_for(
-            Duration::from_secs(5),
-            "the page follows the click",
-            &format!("return document.querySelector('{ceiling}').dataset.state === 'ON';"),
-        )
-        .await;
+    wait_state(&browser, &ceiling, "ON", "the page follows the click").await;
 
     // Brightness through the slider (as a user lets go of it).
     let slider = format!("{} input[data-brightness]", card(HOME, 2));
