@@ -73,18 +73,20 @@ pub fn frames(web: &WebState) -> Vec<Frame> {
     for net in &changes.statuses {
         out.extend(Frame::of("status", &NetworkHeader::of(net, rest)));
     }
-    for (net, ids) in &changes.units {
-        let units = ids
+    for batch in &changes.units {
+        let network = &batch.view.status.id;
+        let units = batch
+            .changed
             .iter()
-            .filter_map(|id| net.units.get(id))
+            .filter_map(|id| batch.units.get(id))
             .map(|u| {
-                let mut model = UnitModel::of(u, &net.view);
-                fill(&net.status.id, &mut model);
+                let mut model = UnitModel::of(u, &batch.view);
+                fill(network, &mut model);
                 model
             })
             .collect();
-        let frame = UnitsFrame { network: &net.status.id, units, groups: groups(net, Some(ids)) };
-        out.extend(Frame::of("units", &frame));
+        let groups = groups(&batch.view, &batch.units, Some(&batch.changed));
+        out.extend(Frame::of("units", &UnitsFrame { network, units, groups }));
     }
     drop(latest);
     if changes.bridge_problems {

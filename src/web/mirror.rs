@@ -14,7 +14,7 @@ use crate::bridge::update::Update;
 use crate::cloud::model::UnitState;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -43,6 +43,19 @@ pub struct NetMirror {
     pub last_event: Option<DateTime<Utc>>,
     /// Recent problems of this network, oldest first.
     pub problems: VecDeque<ProblemNote>,
+    /// The groups of each unit, from the view (a unit's change also changes their JSON).
+    groups_of: HashMap<u32, Vec<u32>>,
+}
+
+/// Changed units of one network, with what their frame needs.
+#[derive(Debug, Clone)]
+pub struct UnitBatch {
+    /// The network's latest full view (groups, fixtures).
+    pub view: Arc<NetworkView>,
+    /// The changed units and every member of their groups, as now.
+    pub units: BTreeMap<u32, Arc<UnitState>>,
+    /// The ids of the units that changed.
+    pub changed: BTreeSet<u32>,
 }
 
 /// What changed since the web thread last asked.
@@ -52,9 +65,8 @@ pub struct Changes {
     pub networks: Vec<NetMirror>,
     /// Networks whose fields or problems changed (and whose full view did not arrive).
     pub statuses: Vec<NetMirror>,
-    /// Per network (not among `networks`): the network as now and the ids of its units that
-    /// changed.
-    pub units: Vec<(NetMirror, BTreeSet<u32>)>,
+    /// Per network (not among `networks`): its changed units.
+    pub units: Vec<UnitBatch>,
     /// The bridge-wide problems changed.
     pub bridge_problems: bool,
 }
@@ -116,12 +128,19 @@ impl Mirror {
                 let id = view.status.id.clone();
                 let old = inner.nets.remove(&id);
                 let (last_event, problems) = old.map(|o| (o.last_event, o.problems)).unwrap_or_default();
+                let mut groups_of: HashMap<u32, Vec<u32>> = HashMap::new();
+                for g in view.groups.values() {
+                    for u in &g.units {
+                        groups_of.entry(*u).or_default().push(g.id);
+                    }
+                }
                 let net = NetMirror {
                     status: view.status.clone(),
                     units: view.units.clone(),
                     view: view.clone(),
                     last_event,
                     problems,
+                    groups_of,
                 };
                 inner.nets.insert(id.clone(), net);
                 inner.dirty.units.remove(&id);
@@ -177,7 +196,8 @@ impl Mirror {
         self.lock().nets.values().any(|n| n.units.values().any(|u| u.fixture_id == Some(fixture)))
     }
 
-    /// What changed since the last call, as now; forgets it.
+    /// What changed since the last call, as now; forgets it. Copies only what the frames need
+    /// (the bridge's path waits on this lock): whole networks only for the rare full views.
     pub fn take_changes(&self) -> Changes {
         let mut inner = self.lock();
         let dirty = std::mem::take(&mut inner.dirty);
@@ -193,11 +213,20 @@ impl Mirror {
             }
         }
         for (id, ids) in dirty.units {
-            if let Some(net) = inner.nets.get(&id) {
-                let ids: BTreeSet<u32> = ids.into_iter().filter(|u| net.units.contains_key(u)).collect();
-                if !ids.is_empty() {
-                    changes.units.push((net.clone(), ids));
+            let Some(net) = inner.nets.get(&id) else { continue };
+            let mut units = BTreeMap::new();
+            for u in &ids {
+                let groups = net.groups_of.get(u).into_iter().flatten();
+                let members = groups.filter_map(|g| net.view.groups.get(g)).flat_map(|g| g.units.iter());
+                for m in std::iter::once(u).chain(members) {
+                    if let Some(state) = net.units.get(m) {
+                        units.entry(*m).or_insert_with(|| state.clone());
+                    }
                 }
+            }
+            let changed: BTreeSet<u32> = ids.into_iter().filter(|u| net.units.contains_key(u)).collect();
+            if !changed.is_empty() {
+                changes.units.push(UnitBatch { view: net.view.clone(), units, changed });
             }
         }
         changes
@@ -246,7 +275,7 @@ mod tests {
         mirror.observe(&Update::Unit { network: "n1".into(), unit });
         let changes = mirror.take_changes();
         assert_eq!(changes.units.len(), 1);
-        assert_eq!(changes.units[0].1, BTreeSet::from([1]));
+        assert_eq!(changes.units[0].changed, BTreeSet::from([1]));
         assert!(mirror.take_changes().is_empty(), "taken once");
     }
 

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// REST requests of the bridge's API key in the last minute, against its configured limit
 /// (`cloud.max_requests_per_minute`). One key serves every network.
@@ -183,16 +184,19 @@ pub struct SceneModel<'a> {
     pub units: &'a [u32],
 }
 
-/// The groups of `net` whose members include one of `changed` (all of them for `None`), as their
-/// group JSON of docs/mqtt.md.
-pub fn groups<'a>(net: &'a NetMirror, changed: Option<&BTreeSet<u32>>) -> Vec<GroupJson<'a>> {
+/// The groups of `view` whose members include one of `changed` (all of them for `None`), as their
+/// group JSON of docs/mqtt.md, with the members' states from `units`.
+pub fn groups<'a>(
+    view: &'a NetworkView,
+    units: &BTreeMap<u32, Arc<UnitState>>,
+    changed: Option<&BTreeSet<u32>>,
+) -> Vec<GroupJson<'a>> {
     let reading = |id: u32| {
-        let unit = net.units.get(&id)?;
-        let fixture = || unit.fixture_id.and_then(|f| net.view.fixtures.get(&f)).map(|f| &**f);
+        let unit = units.get(&id)?;
+        let fixture = || unit.fixture_id.and_then(|f| view.fixtures.get(&f)).map(|f| &**f);
         Some(member_reading(unit, Caps::light_of(unit, fixture)))
     };
-    net.view
-        .groups
+    view.groups
         .values()
         .filter(|g| changed.is_none_or(|c| g.units.iter().any(|u| c.contains(u))))
         .map(|g| GroupJson::of(g, reading))
@@ -236,7 +240,12 @@ impl<'a> NetworkModel<'a> {
                 units: &s.units,
             })
             .collect();
-        NetworkModel { header: NetworkHeader::of(net, rest), units, groups: groups(net, None), scenes }
+        NetworkModel {
+            header: NetworkHeader::of(net, rest),
+            units,
+            groups: groups(&net.view, &net.units, None),
+            scenes,
+        }
     }
 }
 
