@@ -170,7 +170,9 @@ async fn the_page_lists_follows_and_controls_the_demo() {
     .await;
 
     if let Ok(path) = std::env::var("CASAMBI2MQTT_SCREENSHOT") {
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        // The icons come through the API key's quota: after start-up's burst, one a second.
+        let icons = "return [...document.images].every(i => i.complete);";
+        browser.wait_for(Duration::from_secs(20), "every icon loaded", icons).await;
         let png = browser.client.screenshot().await.unwrap();
         std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path), &png).unwrap();
     }

@@ -143,6 +143,12 @@ function byName(a, b) {
   return String(a.name || "").localeCompare(String(b.name || "")) || a.id - b.id;
 }
 
+// One API key serves every network: its latest count is the bridge's.
+function restText(header) {
+  const rest = state.bridge ? state.bridge.rest : header.rest;
+  return rest.last_minute + " / " + rest.limit + " per min";
+}
+
 function renderNetwork(net) {
   const section = net.element || el("section", { class: "card network" });
   net.element = section;
@@ -152,7 +158,7 @@ function renderNetwork(net) {
     el("li", {}, el("span", { class: "pill " + h.connection, "data-connection": h.connection }, h.connection)),
     fact("gateway", h.gateway_online ? "online" : "offline"),
     fact("last event", ago(h.last_event)),
-    fact("REST", h.rest.last_minute + " / " + h.rest.limit + " per min"));
+    fact("REST", restText(h)));
   const dim = el("div", { class: "dim" }, range("dim level", 0, 100,
     h.dim_level === null ? 100 : Math.round(h.dim_level * 100),
     (v) => send({ network: net.id, target: "network", payload: { dim_level: v / 100 } }), { "data-dim": net.id }));
@@ -275,8 +281,11 @@ async function checkAccess() {
 setInterval(() => {
   renderBridge();
   for (const net of state.networks.values()) {
-    const li = net.element && net.element.querySelector(".facts li:nth-child(3) b");
-    if (li) li.textContent = ago(net.header.last_event);
+    const facts = net.element && net.element.querySelectorAll(".facts li b");
+    if (facts && facts.length >= 3) {
+      facts[1].textContent = ago(net.header.last_event);
+      facts[2].textContent = restText(net.header);
+    }
   }
 }, 5000);
 
