@@ -257,6 +257,7 @@ async fn next_event(
     name: &str,
     f: impl Fn(&Value) -> bool,
 ) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();
@@ -269,7 +270,7 @@ async fn next_event(
                 return value;
             }
         }
-        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+        let chunk = tokio::time::timeout_at(deadline, stream.chunk())
             .await
             .unwrap_or_else(|_| panic!("no {name} event within 10 s"))
             .unwrap()
