@@ -1,8 +1,8 @@
-//! A real browser for the web page's tests (included by the `web_*` tests with `#[path]`): Debian's headless `chromium`, driven through
-//! `chromedriver` (WebDriver, with fantoccini). chromedriver runs on a free loopback port in a
-//! process group of its own, which is killed on drop (chromium with it). A missing binary fails
-//! the test: these tests must run, never pass silently (Debian: apt-get install chromium
-//! chromium-driver).
+//! A real browser for the web page's tests (the `web_*` tests include this file with `#[path]`):
+//! Debian's headless `chromium`, driven through `chromedriver` (WebDriver, with fantoccini).
+//! chromedriver runs on a free loopback port in a process group of its own, which is killed on
+//! drop (chromium with it). A missing binary fails the test: these tests must run, never pass
+//! silently (Debian: apt-get install chromium chromium-driver).
 
 use crate::common::{find_binary, free_port};
 use fantoccini::{Client, ClientBuilder, Locator};
