@@ -1,8 +1,9 @@
 //! A real browser for the web page's tests (the `web_*` tests include this file with `#[path]`):
 //! Debian's headless `chromium`, driven through `chromedriver` (WebDriver, with fantoccini).
-//! chromedriver runs on a free loopback port in a process group of its own, which is killed on
-//! drop (chromium with it). A missing binary fails the test: these tests must run, never pass
-//! silently (Debian: apt-get install chromium chromium-driver).
+//! chromedriver runs on a free loopback port; on drop it is killed, and so is every process of
+//! the chromium it started (found by the session's own profile directory), by process id. A
+//! missing binary fails the test: these tests must run, never pass silently (Debian: apt-get
+//! install chromium chromium-driver).
 
 use crate::common::{find_binary, free_port};
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -39,7 +40,6 @@ impl Browser {
         let port = free_port();
         let mut command = Command::new(driver_bin);
         command.arg(format!("--port={port}")).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let driver = command.spawn().expect("start chromedriver");
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -100,9 +100,17 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // The whole process group: chromedriver and the chromium it started.
-        let _ = Command::new("kill").arg("-KILL").arg(format!("-{}", self.driver.id())).status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        // A test that failed before `close` leaves its chromium running: its processes are the
+        // ones whose command line names this session's profile directory.
+        let profile = format!("--user-data-dir={}", self._profile.path().display());
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if cmdline.split(|b| *b == 0).any(|arg| arg == profile.as_bytes()) {
+                let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).status();
+            }
+        }
     }
 }
