@@ -24,8 +24,9 @@ RUN apt-get update \
 COPY --from=build /src/target/release/casambi2mqtt /usr/local/bin/casambi2mqtt
 USER 10001
 WORKDIR /config
-# The health endpoint must be reachable from outside the container's loopback.
-ENV CASAMBI2MQTT_HEALTH__LISTEN=0.0.0.0:8099 \
+# The web page and the health endpoints must be reachable from outside the container's loopback
+# (the page is read-only there unless CASAMBI2MQTT_HTTP__TOKEN or its _FILE is set: docs/web.md).
+ENV CASAMBI2MQTT_HTTP__LISTEN=0.0.0.0:8099 \
     CASAMBI2MQTT_LOG__FORMAT=json
 EXPOSE 8099
 VOLUME ["/config"]

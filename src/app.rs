@@ -1,9 +1,11 @@
 //! The running bridge: wires the layers together for `casambi2mqtt run` and `demo`.
 //!
 //! ```text
-//! Bridge (cloud → updates) ──► tee (health, commands' view) ──► MQTT publisher ──► broker
-//!        ▲                                                            │
-//!        └──────── CommandDispatcher ◄──── resolved `…/set` commands ◄┘
+//! Bridge (cloud → updates) ──► tee (health, commands' view, web page) ──► MQTT publisher ──► broker
+//!        ▲                                                                      │
+//!        └──────── CommandDispatcher ◄──── resolved `…/set` commands ◄──────────┘
+//!                        ▲
+//!                        └──── `POST /api/control` of the web page (its own thread)
 //! ```
 //!
 //! Shutdown (SIGTERM/SIGINT) cancels one token: the wires are closed, the publisher publishes
@@ -14,9 +16,10 @@ use crate::bridge::update::Update;
 use crate::bridge::{Bridge, CredentialState};
 use crate::commands::{CommandDispatcher, DispatchConfig, Request};
 use crate::config::Config;
-use crate::health::{self, HealthState};
+use crate::health::HealthState;
 use crate::mqtt::render::Renderer;
 use crate::mqtt::{self, ResolvedCommand};
+use crate::web::{self, WebSettings, WebState};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,9 +63,9 @@ pub enum AppError {
     /// The MQTT settings cannot work.
     #[error("MQTT settings: {0}")]
     Mqtt(#[from] mqtt::MqttError),
-    /// The health endpoint could not listen.
-    #[error("health endpoint on {addr}: {source}")]
-    Health {
+    /// The HTTP listener (web page, health endpoints) could not listen.
+    #[error("HTTP listener on {addr}: {source}")]
+    Http {
         /// The address.
         addr: SocketAddr,
         /// The error.
@@ -116,8 +119,10 @@ pub struct Running {
     pub bridge: Bridge,
     /// Health state.
     pub health: Arc<HealthState>,
-    /// Where `/healthz` listens, when enabled.
+    /// Where the HTTP listener (the web page, `/healthz`, `/metrics`) listens, when enabled.
     pub health_addr: Option<SocketAddr>,
+    /// The web page's state, when the listener is enabled.
+    pub web: Option<Arc<WebState>>,
 }
 
 /// Runs the bridge until `shutdown` is cancelled or every credentials entry is rejected.
@@ -129,12 +134,9 @@ pub async fn run(
 ) -> Result<Outcome, AppError> {
     let health = HealthState::new();
     let inner = CancellationToken::new();
-    let health_addr = match config.health.listen {
-        Some(addr) => Some(
-            health::serve(addr, health.clone(), inner.clone())
-                .await
-                .map_err(|source| AppError::Health { addr, source })?,
-        ),
+    // Bound before anything starts: a taken address fails the run before any login.
+    let listener = match config.http.listen {
+        Some(addr) => Some((addr, web::bind(addr).map_err(|source| AppError::Http { addr, source })?)),
         None => None,
     };
 
@@ -166,8 +168,19 @@ pub async fn run(
     let (commands_tx, mut commands_rx) = mpsc::channel::<ResolvedCommand>(1024);
     let (requests_tx, requests_rx) = mpsc::channel::<Request>(1024);
 
+    let (web, health_addr) = match listener {
+        Some((addr, listener)) => {
+            let web = Arc::new(web_state(&config, addr, &bridge, &dispatcher, &health, &inner));
+            let bound =
+                web::serve(listener, web.clone(), health.clone()).map_err(|source| AppError::Http { addr, source })?;
+            (Some(web), Some(bound))
+        }
+        None => (None, None),
+    };
+
     let renderer = Renderer::of(&config.mqtt_config());
-    // Tee: health and the command layer see every update before the publisher does.
+    // Tee: health, the command layer and the web page see every update before the publisher does.
+    let tee_web = web.clone();
     let tee_health = health.clone();
     let tee_dispatcher = dispatcher.clone();
     let tee_bridge = bridge.clone();
@@ -177,6 +190,12 @@ pub async fn run(
             summary.observe(&update, &tee_bridge);
             tee_health.observe(&update);
             tee_dispatcher.observe(&update);
+            if let Some(web) = &tee_web {
+                if let Update::Datapoints { network, points } = &update {
+                    web.note_datapoints(network, points);
+                }
+                web.mirror.observe(&update);
+            }
             if publish_tx.send(update).await.is_err() {
                 break;
             }
@@ -214,7 +233,7 @@ pub async fn run(
 
     tracing::info!(summary = %config.summary(), "bridge started");
     if let Some(started) = started {
-        let _ = started.send(Running { bridge: bridge.clone(), health: health.clone(), health_addr });
+        let _ = started.send(Running { bridge: bridge.clone(), health: health.clone(), health_addr, web });
     }
 
     let outcome = tokio::select! {
@@ -248,6 +267,35 @@ pub async fn run(
         Err(_) => tracing::warn!("MQTT did not stop in time; exiting anyway"),
     }
     Ok(outcome)
+}
+
+/// The web page's state: its settings from `config`, control through `dispatcher` (on this
+/// runtime), icons through the bridge's REST client.
+fn web_state(
+    config: &Config,
+    listen: SocketAddr,
+    bridge: &Bridge,
+    dispatcher: &CommandDispatcher,
+    health: &Arc<HealthState>,
+    shutdown: &CancellationToken,
+) -> WebState {
+    let protocol = match config.mqtt.protocol {
+        mqtt::Protocol::Auto => "auto",
+        mqtt::Protocol::V5 => "v5",
+        mqtt::Protocol::V311 => "v3",
+    };
+    let settings = WebSettings {
+        listen,
+        token: config.http.token.clone(),
+        broker: mqtt::client::redact_url(&config.mqtt.url),
+        protocol: protocol.into(),
+        rest_limit: config.cloud.max_requests_per_minute,
+    };
+    let runtime = tokio::runtime::Handle::current();
+    WebState::new(settings, health.clone(), shutdown.clone())
+        .with_rest_stats(bridge.rest().stats())
+        .with_control(web::control::Controller::new(dispatcher.clone(), runtime.clone()))
+        .with_icons(web::icons::Icons::new(bridge.rest().clone(), runtime))
 }
 
 #[cfg(test)]

@@ -67,8 +67,9 @@ pub struct DemoArgs {
 /// Arguments of `healthcheck`.
 #[derive(Debug, Args)]
 pub struct HealthcheckArgs {
-    /// Address of the bridge's health endpoint. Default: CASAMBI2MQTT_HEALTH__LISTEN, else
-    /// 127.0.0.1:8099 (an unspecified address such as 0.0.0.0 is asked on loopback).
+    /// Address of the bridge's health endpoint. Default: CASAMBI2MQTT_HTTP__LISTEN, else
+    /// CASAMBI2MQTT_HEALTH__LISTEN (its former name), else 127.0.0.1:8099 (an unspecified
+    /// address such as 0.0.0.0 is asked on loopback).
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
 }
@@ -199,7 +200,11 @@ pub async fn check(args: CheckArgs) -> ExitCode {
 pub async fn healthcheck(args: HealthcheckArgs) -> ExitCode {
     let listen = args
         .listen
-        .or_else(|| std::env::var("CASAMBI2MQTT_HEALTH__LISTEN").ok().and_then(|v| v.parse().ok()))
+        .or_else(|| {
+            ["CASAMBI2MQTT_HTTP__LISTEN", "CASAMBI2MQTT_HEALTH__LISTEN"]
+                .iter()
+                .find_map(|var| std::env::var(var).ok().and_then(|v| v.parse().ok()))
+        })
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8099)));
     let ask = if listen.ip().is_unspecified() { SocketAddr::from(([127, 0, 0, 1], listen.port())) } else { listen };
     match casambi2mqtt::health::check(ask).await {
@@ -256,7 +261,7 @@ async fn demo_inner(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "cloud:\n  base_url: {base}\n  ws_url: {ws}\n  api_key: demo-key\n  poll_interval: 5s\n\
              networks:\n  - email: demo@example.com\n    password: demo\n\
              mqtt:\n  url: {mqtt_url}\n  protocol: {protocol}\n  client_id: casambi2mqtt-demo\n\
-             health:\n  listen: {health}\n",
+             http:\n  listen: {health}\n",
             base = sim.base_url(),
             ws = sim.ws_url(),
         );
@@ -269,13 +274,13 @@ async fn demo_inner(args: DemoArgs) -> anyhow::Result<ExitCode> {
             }
         });
         match app::run(config, shutdown.clone(), Some(started_tx)).await {
-            Err(app::AppError::Health { addr, source }) if addr == DEMO_HEALTH => {
+            Err(app::AppError::Http { addr, source }) if addr == DEMO_HEALTH => {
                 tracing::info!(%addr, error = %source, "the default health address is taken; using a free port");
             }
             outcome => return Ok(exit_code(outcome)),
         }
     }
-    anyhow::bail!("no address for the health endpoint")
+    anyhow::bail!("no address for the HTTP listener")
 }
 
 /// The health endpoint of the demo: where `casambi2mqtt healthcheck` asks by default, when free.
@@ -344,6 +349,7 @@ fn banner(cloud: &str, broker: &Broker, health: Option<SocketAddr>) -> String {
         } else {
             format!("casambi2mqtt healthcheck --listen {health}")
         };
+        let _ = writeln!(out, "  web page         http://{health}/ (what the bridge sees; switch lights there)");
         let _ = writeln!(out, "  health           http://{health}/healthz ({check})");
     }
     let _ = writeln!(out, "  stop             Ctrl-C");

@@ -19,3 +19,4 @@ pub mod json_object;
 pub mod mqtt;
 pub mod sim;
 pub mod wake_batch;
+pub mod web;

@@ -56,7 +56,7 @@ fn assert_defaults(c: &Config) {
     assert_eq!(c.homeassistant.status_topic, "homeassistant/status");
     assert_eq!(c.homeassistant.discovery, DiscoveryMode::Device);
     assert!(c.output.attribute_topics);
-    assert_eq!(c.health.listen, Some("127.0.0.1:8099".parse().unwrap()));
+    assert_eq!(c.http.listen, Some("127.0.0.1:8099".parse().unwrap()));
     assert_eq!(c.log.level, "info");
     assert_eq!(c.log.format, LogFormat::Text);
 }
@@ -138,7 +138,7 @@ fn every_key_is_read() {
     assert_eq!(c.homeassistant.status_topic, "ha/status");
     assert_eq!(c.homeassistant.discovery, DiscoveryMode::Component);
     assert!(!c.output.attribute_topics);
-    assert_eq!(c.health.listen, Some("0.0.0.0:9100".parse().unwrap()));
+    assert_eq!(c.http.listen, Some("0.0.0.0:9100".parse().unwrap()));
     assert_eq!(c.log.level, "info,casambi2mqtt=debug");
     assert_eq!(c.log.format, LogFormat::Json);
     let mqtt = c.mqtt_config();
@@ -194,7 +194,7 @@ fn env_sets_nested_keys_absent_from_the_file() {
     assert_eq!(c.homeassistant.discovery_prefix, "ha2");
     assert_eq!(c.homeassistant.discovery, DiscoveryMode::Component);
     assert!(!c.output.attribute_topics);
-    assert_eq!(c.health.listen, None, "an empty listen turns the endpoint off");
+    assert_eq!(c.http.listen, None, "an empty listen turns the endpoint off");
     assert_eq!(c.log.format, LogFormat::Json);
     assert_eq!(c.cloud.max_concurrent_requests, 2);
     assert_eq!(c.cloud.event_batch_window, Duration::ZERO, "a bare 0 turns the batching off");

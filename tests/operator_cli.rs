@@ -339,6 +339,18 @@ impl Demo {
         }
     }
 
+    /// The printed web page address answers with the page (docs/web.md).
+    fn printed_web_page_answers(&self) {
+        use std::io::Read;
+        let page = self.line("web page");
+        let addr = page.trim_start_matches("http://").split('/').next().unwrap().to_string();
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap_or_else(|e| panic!("{page}: {e}"));
+        stream.write_all(format!("GET / HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.contains(" 200 OK") && answer.contains("<title>casambi2mqtt</title>"), "{page}: {answer}");
+    }
+
     /// Runs the `healthcheck` command the banner prints, until it succeeds (healthy once every
     /// network is live, which may follow the bridge's `online` by a moment; at most 15 s).
     fn printed_healthcheck_succeeds(&self) {
@@ -402,6 +414,7 @@ fn demo_serves_mqtt_5_and_3_1_1_on_the_printed_address() {
     assert_eq!(first_message(port, "mqttv311", "casambi/bridge/state", 20), "online");
 
     demo.printed_healthcheck_succeeds();
+    demo.printed_web_page_answers();
 
     // A command from an MQTT 5 client reaches the bridge: the offline garage light is refused
     // on bridge/error (read by a 3.1.1 client) and in the log.

@@ -25,7 +25,7 @@ pub const PREFIX: &str = "CASAMBI2MQTT_";
 const LIST_SECTIONS: [&str; 2] = ["NETWORKS", "SITES"];
 
 /// Keys that hold a secret and have a `*_file` twin.
-pub(crate) const SECRET_KEYS: [&str; 2] = ["api_key", "password"];
+pub(crate) const SECRET_KEYS: [&str; 3] = ["api_key", "password", "token"];
 
 /// One step of a key path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,4 +1,4 @@
-//! The serde schema of the sections this module owns (`cloud`, `networks`, `health`, `log`), with
+//! The serde schema of the sections this module owns (`cloud`, `networks`, `http`, `log`), with
 //! the defaults of docs/configuration.md. The `mqtt`, `homeassistant` and `output` sections deserialise
 //! straight into the MQTT layer's own settings types.
 //!
@@ -33,8 +33,8 @@ pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 4;
 pub const DEFAULT_WIRE_PING_INTERVAL: Duration = Duration::from_secs(240);
 /// The longest allowed wire ping interval (the contract: a ping at least every 240 s).
 pub const MAX_WIRE_PING_INTERVAL: Duration = Duration::from_secs(240);
-/// Default health endpoint address.
-pub const DEFAULT_HEALTH_LISTEN: &str = "127.0.0.1:8099";
+/// Default address of the HTTP listener (the web page, `/healthz`, `/metrics`).
+pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:8099";
 /// Default log level.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
 
@@ -93,17 +93,34 @@ pub(crate) struct NetworkFile {
     pub ids: Option<Vec<String>>,
 }
 
-/// `health:` as written in the file.
+/// `http:` as written in the file.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct HttpFile {
+    /// `None` (null) or `""` turns the listener off.
+    pub listen: Option<String>,
+    /// What a page beyond loopback must present to control anything.
+    pub token: Option<Secret>,
+    pub token_file: Option<PathBuf>,
+}
+
+impl Default for HttpFile {
+    fn default() -> Self {
+        HttpFile { listen: Some(DEFAULT_HTTP_LISTEN.into()), token: None, token_file: None }
+    }
+}
+
+/// `health:`, the former name of `http:`, as written in the file: only its `listen` is read.
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct HealthFile {
-    /// `None` (null) or `""` turns the endpoint off.
+    /// As `http.listen`.
     pub listen: Option<String>,
 }
 
 impl Default for HealthFile {
     fn default() -> Self {
-        HealthFile { listen: Some(DEFAULT_HEALTH_LISTEN.into()) }
+        HealthFile { listen: Some(DEFAULT_HTTP_LISTEN.into()) }
     }
 }
 

@@ -7,7 +7,7 @@
 //! 2. each section is deserialised on its own (unknown keys, wrong types, bad durations);
 //! 3. `validate` checks what would only fail later (URLs, zero limits, secrets) and builds the
 //!    typed settings of the layers: [`CloudSettings`], [`CredentialSettings`], the MQTT layer's
-//!    settings, [`HealthSettings`] and [`LogSettings`].
+//!    settings, [`HttpSettings`] and [`LogSettings`].
 //!
 //! Every problem found is reported, one line each ([`ConfigError`]); the binary exits with code 2
 //! before connecting anywhere. Secrets are [`crate::cloud::model::Secret`]s: never in messages,
@@ -29,16 +29,17 @@ pub use datapoints::{DATA_TYPES, DatapointSettings, SensorSemantics};
 pub use env::{PREFIX as ENV_PREFIX, var_for as env_var_for};
 pub use error::{ConfigError, Detail, Problem};
 pub use file::{
-    DEFAULT_BASE_URL, DEFAULT_HEALTH_LISTEN, DEFAULT_KEY_HEADER, DEFAULT_LOG_LEVEL, DEFAULT_MAX_CONCURRENT_REQUESTS,
+    DEFAULT_BASE_URL, DEFAULT_HTTP_LISTEN, DEFAULT_KEY_HEADER, DEFAULT_LOG_LEVEL, DEFAULT_MAX_CONCURRENT_REQUESTS,
     DEFAULT_MAX_REQUESTS_PER_MINUTE, DEFAULT_POLL_INTERVAL, DEFAULT_RESYNC_INTERVAL, DEFAULT_SESSION_HEADER,
     DEFAULT_WIRE_PING_INTERVAL, DEFAULT_WS_URL, LogFormat, fields_of,
 };
 pub(crate) use secrets::io_reason;
 
 use crate::bridge::{CloudSettings, CredentialSettings};
+use crate::cloud::model::Secret;
 use crate::mqtt::client::redact_url;
 use crate::mqtt::settings::{Config as MqttConfig, DiscoveryMode, HaSettings, MqttSettings, OutputSettings, Protocol};
-use file::{CloudFile, HealthFile, LogFile, NetworkFile};
+use file::{CloudFile, HealthFile, HttpFile, LogFile, NetworkFile};
 use reader::Reader;
 use serde_yaml::Value;
 use std::net::SocketAddr;
@@ -47,16 +48,20 @@ use std::path::{Path, PathBuf};
 /// The file read when no path is given.
 pub const DEFAULT_PATH: &str = "config.yaml";
 
-/// `health:` — the `/healthz` and `/metrics` endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HealthSettings {
-    /// Where to listen; `None` = no endpoint (`listen: ""`).
+/// `http:` (formerly `health:`) — the HTTP listener: the web page (docs/web.md), `/healthz` and
+/// `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// Where to listen; `None` = no listener (`listen: ""`).
     pub listen: Option<SocketAddr>,
+    /// The token a page must present to control anything when `listen` is not a loopback
+    /// address (`token_file` already read into it); `None` = not set.
+    pub token: Option<Secret>,
 }
 
-impl Default for HealthSettings {
+impl Default for HttpSettings {
     fn default() -> Self {
-        HealthSettings { listen: DEFAULT_HEALTH_LISTEN.parse().ok() }
+        HttpSettings { listen: DEFAULT_HTTP_LISTEN.parse().ok(), token: None }
     }
 }
 
@@ -91,8 +96,8 @@ pub struct Config {
     pub homeassistant: HaSettings,
     /// `output:` — extra topics.
     pub output: OutputSettings,
-    /// `health:` — the health endpoint.
-    pub health: HealthSettings,
+    /// `http:` — the web page and the health endpoints.
+    pub http: HttpSettings,
     /// `log:` — logging.
     pub log: LogSettings,
     /// `datapoints:` — fetching logged datapoints.
@@ -134,10 +139,12 @@ pub fn parse(text: &str, env: impl IntoIterator<Item = (String, String)>) -> Res
 }
 
 /// Every key the configuration accepts, dotted (`networks[].password_file`), in file order.
-/// `None` entries of [`fields_of`] (a section that cannot be listed) are skipped.
+/// `None` entries of [`fields_of`] (a section that cannot be listed) are skipped, and so are the
+/// former names still read ([`reader::FORMER_SECTIONS`]).
 pub fn known_keys() -> Vec<String> {
     section_fields()
         .iter()
+        .filter(|(section, _)| !reader::FORMER_SECTIONS.contains(section))
         .flat_map(|(section, fields)| {
             let sep = if matches!(*section, "networks" | "sites") { "[]." } else { "." };
             fields.unwrap_or_default().iter().map(move |f| format!("{section}{sep}{f}"))
@@ -146,7 +153,7 @@ pub fn known_keys() -> Vec<String> {
 }
 
 /// The keys of each section (for `networks` and `sites`, of one entry).
-fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 9] {
+fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 10] {
     [
         ("cloud", fields_of::<CloudFile>()),
         ("networks", fields_of::<NetworkFile>()),
@@ -154,6 +161,7 @@ fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 9] {
         ("mqtt", fields_of::<MqttSettings>()),
         ("homeassistant", fields_of::<HaSettings>()),
         ("output", fields_of::<OutputSettings>()),
+        ("http", fields_of::<HttpFile>()),
         ("health", fields_of::<HealthFile>()),
         ("log", fields_of::<LogFile>()),
         ("datapoints", fields_of::<datapoints::DatapointsFile>()),
@@ -184,6 +192,7 @@ fn parse_with(
     let mqtt = reader.section::<MqttSettings>("mqtt");
     let homeassistant = reader.section::<HaSettings>("homeassistant");
     let output = reader.section::<OutputSettings>("output");
+    let http = reader.section::<HttpFile>("http");
     let health = reader.section::<HealthFile>("health");
     let log = reader.section::<LogFile>("log");
     let datapoints = reader.section::<datapoints::DatapointsFile>("datapoints");
@@ -197,12 +206,15 @@ fn parse_with(
         (Some(m), Some(h), Some(o)) => validate::mqtt(&mut reader, m, h, o),
         _ => None,
     };
-    let health = health.and_then(|h| validate::health(&mut reader, h));
+    let http = match (http, health) {
+        (Some(http), Some(health)) => validate::http(&mut reader, http, health),
+        _ => None,
+    };
     let log = log.and_then(|l| validate::log(&mut reader, l));
     let datapoints = datapoints.and_then(|d| datapoints::validate(&mut reader, d));
 
-    match (cloud, logins, mqtt, health, log, datapoints) {
-        (Some(cloud), Some((networks, sites)), Some(m), Some(health), Some(log), Some(datapoints))
+    match (cloud, logins, mqtt, http, log, datapoints) {
+        (Some(cloud), Some((networks, sites)), Some(m), Some(http), Some(log), Some(datapoints))
             if reader.problems.is_empty() =>
         {
             Ok(Config {
@@ -212,7 +224,7 @@ fn parse_with(
                 mqtt: m.mqtt,
                 homeassistant: m.homeassistant,
                 output: m.output,
-                health,
+                http,
                 log,
                 datapoints,
                 file: path.map(Path::to_path_buf),
@@ -265,11 +277,11 @@ impl Config {
             1 => " + 1 site login".to_string(),
             n => format!(" + {n} site logins"),
         };
-        let health = self.health.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
+        let http = self.http.listen.map_or_else(|| "off".to_string(), |a| a.to_string());
         format!(
             "config {source}: cloud {} (ws {}), {} credentials entr{}{sites} ({ids} network id{}, {open} open to all), \
              poll {}, resync {}, {} req/min, {} concurrent; mqtt {} ({protocol}, qos {}, base topic {}), \
-             discovery {discovery}, attribute topics {}; health {health}; log {} {format}",
+             discovery {discovery}, attribute topics {}; http {http}; log {} {format}",
             redact_url(c.base_url.as_str()),
             redact_url(&c.ws_url),
             self.networks.len(),

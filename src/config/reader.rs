@@ -14,7 +14,10 @@ use std::collections::HashSet;
 
 /// The top-level keys.
 pub const SECTIONS: [&str; 9] =
-    ["cloud", "networks", "sites", "mqtt", "homeassistant", "output", "health", "log", "datapoints"];
+    ["cloud", "networks", "sites", "mqtt", "homeassistant", "output", "http", "log", "datapoints"];
+
+/// Former names of sections, still read but no longer listed as valid keys (`health`, now `http`).
+pub const FORMER_SECTIONS: [&str; 1] = ["health"];
 
 /// The merged configuration tree and the problems found so far.
 pub(crate) struct Reader {
@@ -64,7 +67,8 @@ impl Reader {
     /// `fields` gives each section's keys (for `networks`, those of one entry).
     pub fn check_keys(&mut self, fields: &[(&str, Option<&'static [&'static str]>)]) {
         let sections: Vec<String> = SECTIONS.iter().map(|s| s.to_string()).collect();
-        self.drop_unknown(&[], &sections);
+        let former: Vec<String> = FORMER_SECTIONS.iter().map(|s| s.to_string()).collect();
+        self.drop_unknown_but(&[], &sections, &former);
         for (section, names) in fields {
             let Some(names) = names else { continue };
             let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
@@ -85,9 +89,15 @@ impl Reader {
 
     /// Removes the keys of the mapping at `path` that are not in `valid`, reporting each.
     fn drop_unknown(&mut self, path: &[KeyStep], valid: &[String]) {
+        self.drop_unknown_but(path, valid, &[]);
+    }
+
+    /// [`Reader::drop_unknown`] that also keeps the keys of `unlisted` (accepted, but not named
+    /// among the valid ones).
+    fn drop_unknown_but(&mut self, path: &[KeyStep], valid: &[String], unlisted: &[String]) {
         let Some(Value::Mapping(map)) = env::get(&self.tree, path) else { return };
         let unknown: Vec<Value> =
-            map.keys().filter(|k| !valid.iter().any(|v| k.as_str() == Some(v))).cloned().collect();
+            map.keys().filter(|k| !valid.iter().chain(unlisted).any(|v| k.as_str() == Some(v))).cloned().collect();
         for key in unknown {
             let mut full = path.to_vec();
             full.push(KeyStep::Key(key_name(&key)));
@@ -96,6 +106,11 @@ impl Reader {
                 map.remove(&key);
             }
         }
+    }
+
+    /// Whether the file or the environment gives `section.key` (even as null or `""`).
+    pub fn is_given(&self, section: &str, key: &str) -> bool {
+        env::get(&self.tree, &[KeyStep::Key(section.to_string()), KeyStep::Key(key.to_string())]).is_some()
     }
 
     /// Deserialises one section; a missing or empty section gives the type's defaults. `None`
@@ -196,7 +211,7 @@ fn hint(key: &str) -> Option<&'static str> {
         "networks" => "a list of credentials entries (email, password, ids)",
         "sites" => "a list of site credentials entries (email, password, ids)",
         "networks[].ids" | "sites[].ids" => "a list of network ids",
-        "health.listen" => "an address like 127.0.0.1:8099, or \"\" for off",
+        "health.listen" | "http.listen" => "an address like 127.0.0.1:8099, or \"\" for off",
         _ => return None,
     })
 }

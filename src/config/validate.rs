@@ -6,10 +6,10 @@
 //! was at least one, so one run reports all problems of a section.
 
 use super::error::{Detail, Problem};
-use super::file::{CloudFile, HealthFile, LogFile, MAX_WIRE_PING_INTERVAL, NetworkFile};
+use super::file::{CloudFile, HealthFile, HttpFile, LogFile, MAX_WIRE_PING_INTERVAL, NetworkFile};
 use super::reader::Reader;
 use super::secrets;
-use super::{HealthSettings, LogSettings};
+use super::{HttpSettings, LogSettings};
 use crate::bridge::{CloudSettings, CredentialSettings};
 use crate::mqtt::client::redact_url;
 use crate::mqtt::settings::{Config as MqttConfig, HaSettings, MqttSettings, OutputSettings, SettingsError};
@@ -177,22 +177,45 @@ pub(crate) fn mqtt(
     (reader.problems.len() == before).then_some(config)
 }
 
-/// Checks `health:`; an empty or null `listen` turns the endpoint off.
-pub(crate) fn health(reader: &mut Reader, h: HealthFile) -> Option<HealthSettings> {
-    let listen = h.listen.as_deref().map(str::trim).unwrap_or("");
-    if listen.is_empty() {
-        return Some(HealthSettings { listen: None });
-    }
-    match listen.parse::<SocketAddr>() {
-        Ok(addr) => Some(HealthSettings { listen: Some(addr) }),
-        Err(_) => {
-            reader.push(Problem::invalid(
-                "health.listen",
-                format!("expected IP:PORT (like 127.0.0.1:8099 or 0.0.0.0:8099), or \"\" for off, got {listen:?}"),
-            ));
-            None
+/// Checks `http:` and the former `health.listen`, read as `http.listen` when `http.listen` is not
+/// given (both given is a conflict); an empty or null `listen` turns the listener off. The token
+/// is `token` or `token_file`, and may be missing (a page beyond loopback is then read-only).
+pub(crate) fn http(reader: &mut Reader, h: HttpFile, former: HealthFile) -> Option<HttpSettings> {
+    let before = reader.problems.len();
+    // The environment wins over the file here too: an image that sets one name does not clash
+    // with a file that uses the other.
+    let from_env = |key: &str| reader.origin(key).is_some();
+    let (http_env, health_env) = (from_env("http.listen"), from_env("health.listen"));
+    let (key, listen) = match (reader.is_given("http", "listen"), reader.is_given("health", "listen")) {
+        (true, true) if health_env && !http_env => ("health.listen", former.listen),
+        (true, true) if http_env == health_env => {
+            reader.push(Problem::new("http.listen", Detail::Conflict { other: "health.listen".into() }));
+            ("http.listen", h.listen)
         }
+        (true, true) | (true, false) | (false, false) => ("http.listen", h.listen),
+        (false, true) => ("health.listen", former.listen),
+    };
+    let listen = listen.as_deref().map(str::trim).unwrap_or("");
+    let listen = if listen.is_empty() {
+        None
+    } else {
+        match listen.parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                reader.push(Problem::invalid(
+                    key,
+                    format!("expected IP:PORT (like 127.0.0.1:8099 or 0.0.0.0:8099), or \"\" for off, got {listen:?}"),
+                ));
+                None
+            }
+        }
+    };
+    let token =
+        secrets::resolve(reader, "http.token", h.token, h.token_file.as_deref(), false).filter(|t| !t.is_empty());
+    if let Some(token) = &token {
+        placeholder(reader, "http.token", h.token_file.is_some(), token);
     }
+    (reader.problems.len() == before).then_some(HttpSettings { listen, token })
 }
 
 /// The level names `log.level` takes besides a full `RUST_LOG`-style filter.

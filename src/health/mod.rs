@@ -1,4 +1,5 @@
-//! `/healthz` and `/metrics` on `health.listen`, for container health checks and Prometheus.
+//! `/healthz` and `/metrics` on the HTTP listener (`http.listen`, beside the web page of
+//! [`crate::web`]), for container health checks and Prometheus.
 //!
 //! Health is derived from what the bridge reports: the MQTT link (set by the publisher's client)
 //! and every network's connection (observed from the update stream). `/healthz` answers 200 only
@@ -21,7 +22,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio_util::sync::CancellationToken;
 
 /// How many recent problems `/healthz` shows.
 const PROBLEMS_KEPT: usize = 20;
@@ -90,7 +90,8 @@ impl HealthState {
         self.mqtt_connected.store(connected, Ordering::Relaxed);
     }
 
-    fn mqtt_is_connected(&self) -> bool {
+    /// Whether MQTT is connected.
+    pub fn mqtt_connected(&self) -> bool {
         if self.mqtt_override.load(Ordering::Relaxed) {
             self.mqtt_connected.load(Ordering::Relaxed)
         } else {
@@ -143,7 +144,7 @@ impl HealthState {
 
     /// The current report.
     pub fn report(&self) -> HealthReport {
-        let mqtt_connected = self.mqtt_is_connected();
+        let mqtt_connected = self.mqtt_connected();
         let networks = lock(&self.networks).clone();
         let mut reasons = Vec::new();
         if !mqtt_connected {
@@ -203,22 +204,9 @@ impl HealthState {
     }
 }
 
-/// Serves `/healthz` and `/metrics` until `shutdown`.
-pub async fn serve(
-    listen: SocketAddr,
-    state: Arc<HealthState>,
-    shutdown: CancellationToken,
-) -> std::io::Result<SocketAddr> {
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    let addr = listener.local_addr()?;
-    let app = Router::new().route("/healthz", get(healthz)).route("/metrics", get(metrics_text)).with_state(state);
-    tokio::spawn(async move {
-        let serve = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "health endpoint stopped");
-        }
-    });
-    Ok(addr)
+/// The routes `/healthz` and `/metrics` (served by [`crate::web::serve`]).
+pub fn routes(state: Arc<HealthState>) -> Router {
+    Router::new().route("/healthz", get(healthz)).route("/metrics", get(metrics_text)).with_state(state)
 }
 
 async fn healthz(State(state): State<Arc<HealthState>>) -> impl IntoResponse {

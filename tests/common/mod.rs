@@ -97,7 +97,35 @@ fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-fn free_port() -> u16 {
+/// Starts the whole bridge (`app::run`) against `sim` with the demo's network credentials and
+/// the broker at `broker_url`; `extra` is YAML appended (sections such as `http:`). Returns its
+/// handles, the token that stops it and its task.
+pub async fn start_app(
+    sim: &Simulator,
+    broker_url: &str,
+    extra: &str,
+) -> (
+    casambi2mqtt::app::Running,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<casambi2mqtt::app::Outcome, casambi2mqtt::app::AppError>>,
+) {
+    let yaml = format!(
+        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\nnetworks:\n  - email: demo@example.com\n    \
+         password: demo\nmqtt:\n  url: {broker_url}\n{extra}",
+        sim.base_url(),
+        sim.ws_url(),
+    );
+    let config = casambi2mqtt::config::parse(&yaml, Vec::<(String, String)>::new()).expect("a valid configuration");
+    let shutdown = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let mut task = tokio::spawn(casambi2mqtt::app::run(config, shutdown.clone(), Some(tx)));
+    match rx.await {
+        Ok(running) => (running, shutdown, task),
+        Err(_) => panic!("the bridge did not start: {:?}", (&mut task).await),
+    }
+}
+
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 

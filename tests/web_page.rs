@@ -1,0 +1,340 @@
+//! The web page in a real browser (headless chromium through chromedriver), against the
+//! simulator's demo site, a real mosquitto and the whole bridge (`app::run`): the page lists the
+//! demo's units, a change made in the simulator appears on the open page within a second, a click
+//! changes the unit in the simulator, names are shown as text (never as HTML), the page fits a
+//! phone, and a page on a listener beyond loopback controls nothing without `http.token`.
+//!
+//! `CASAMBI2MQTT_SCREENSHOT=docs/web-page.png cargo test --test web_page` writes the screenshot of
+//! docs/web.md.
+
+#[path = "common/browser.rs"]
+mod browser;
+mod common;
+
+use browser::Browser;
+use casambi2mqtt::app;
+use casambi2mqtt::sim::site::Site;
+use casambi2mqtt::sim::{SimConfig, Simulator};
+use common::Mosquitto;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const HOME: &str = "7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b";
+const TOKEN: &str = "page-token-5f2d9c";
+
+/// The simulator, a broker and a running bridge whose HTTP listener is `listen`.
+struct Rig {
+    sim: Simulator,
+    _broker: Mosquitto,
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<Result<app::Outcome, app::AppError>>,
+}
+
+async fn rig(http: &str) -> Rig {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let broker = Mosquitto::start();
+    let (running, shutdown, task) = common::start_app(&sim, &broker.url(), &format!("http:\n{http}")).await;
+    let bound = running.health_addr.expect("the HTTP listener");
+    // A listener on 0.0.0.0 is reached on loopback (as a browser on this machine would).
+    let addr = SocketAddr::from(([127, 0, 0, 1], bound.port()));
+    let rig = Rig { sim, _broker: broker, addr, shutdown, task };
+    let units = demo_units().len();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let state: Value = reqwest::get(rig.url("api/state")).await.unwrap().json().await.unwrap();
+        let listed: usize = state["networks"]
+            .as_array()
+            .map_or(0, |n| n.iter().map(|n| n["units"].as_array().map_or(0, Vec::len)).sum());
+        if listed == units {
+            return rig;
+        }
+        assert!(Instant::now() < deadline, "the bridge never listed the demo's {units} units: {state}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every unit of the demo site: (network id, unit id, name).
+fn demo_units() -> Vec<(String, i64, String)> {
+    Site::demo()
+        .networks
+        .iter()
+        .flat_map(|n| n.units.iter().map(move |u| (n.id.clone(), u.id, u.name.clone())))
+        .collect()
+}
+
+impl Rig {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.addr)
+    }
+
+    /// The simulator's truth of a unit of Home.
+    async fn truth(&self, unit: i64) -> Value {
+        let url = format!("{}/_sim/truth/{HOME}", self.sim.base_url());
+        let truth: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+        truth["units"][unit.to_string()].clone()
+    }
+
+    /// Waits until the simulator's unit satisfies `f`.
+    async fn wait_truth(&self, unit: i64, what: &str, f: impl Fn(&Value) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let truth = self.truth(unit).await;
+            if f(&truth) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: the simulator's unit {unit} is {truth}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    async fn sim_post(&self, path: &str, body: Value) {
+        let url = format!("{}/_sim/networks/{HOME}/{path}", self.sim.base_url());
+        let r = reqwest::Client::new().post(url).json(&body).send().await.unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(6), self.task).await;
+    }
+}
+
+/// The CSS selector of a unit's card on the page.
+fn card(network: &str, unit: i64) -> String {
+    format!("section[data-network=\"{network}\"] [data-unit=\"{unit}\"]")
+}
+
+/// Waits until the unit card `css` shows `state` (`ON`, `OFF`).
+async fn wait_state(browser: &Browser, css: &str, state: &str, what: &str) {
+    let script = format!("return document.querySelector('{css}').dataset.state === '{state}';");
+    browser.wait_for(Duration::from_secs(5), what, &script).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_lists_follows_and_controls_the_demo() {
+    let rig = rig("  listen: 127.0.0.1:0\n").await;
+    let browser = Browser::start(1200, 1500).await;
+    browser.client.goto(&rig.url("")).await.unwrap();
+
+    // Every unit of the demo, under its network, by name.
+    let units = demo_units();
+    browser
+        .wait_for(
+            Duration::from_secs(10),
+            "the page lists the demo's units",
+            &format!("return document.querySelectorAll('[data-unit]').length === {};", units.len()),
+        )
+        .await;
+    for (network, unit, name) in &units {
+        let shown = browser
+            .eval(&format!("return document.querySelector('{} .name').textContent;", card(network, *unit)))
+            .await;
+        assert_eq!(shown, json!(name), "unit {unit} of {network}");
+    }
+    assert_eq!(browser.eval("return document.getElementById('live').textContent;").await, json!("live"));
+    let toggles_enabled = "return [...document.querySelectorAll('button[data-toggle]')].every(b => !b.disabled);";
+    browser.wait_for(Duration::from_secs(5), "a loopback page controls", toggles_enabled).await;
+
+    // A change made in the simulator reaches the open page within a second.
+    let ceiling = card(HOME, 1);
+    assert_eq!(browser.eval(&format!("return document.querySelector('{ceiling}').dataset.state;")).await, "ON");
+    let changed = Instant::now();
+    rig.sim_post("units/1/state", json!({"on": false})).await;
+    wait_state(&browser, &ceiling, "OFF", "the simulator's change appears").await;
+    let took = changed.elapsed();
+    assert!(took < Duration::from_secs(1), "the change took {took:?} to reach the page");
+
+    // A click on the page changes the unit in the simulator.
+    browser.click(&format!("{ceiling} button[data-toggle]")).await;
+    rig.wait_truth(1, "the click turned the ceiling on", |u| u["on"] == json!(true)).await;
+    wait_state(&browser, &ceiling, "ON", "the page follows the click").await;
+
+    // Brightness through the slider (as a user lets go of it).
+    let slider = format!("{} input[data-brightness]", card(HOME, 2));
+    browser
+        .eval(&format!(
+            "const s = document.querySelector('{slider}'); s.value = 51; s.dispatchEvent(new Event('change')); return true;"
+        ))
+        .await;
+    // The network's level is 1, so the unit's dim level is its Dimmer's.
+    rig.wait_truth(2, "the slider set the spots to 20 %", |u| {
+        (u["dimLevel"].as_f64().unwrap_or(0.0) - 0.2).abs() < 0.01
+    })
+    .await;
+
+    if let Ok(path) = std::env::var("CASAMBI2MQTT_SCREENSHOT") {
+        // The icons come through the API key's quota: after start-up's burst, one a second.
+        let icons = "return [...document.images].every(i => i.complete);";
+        browser.wait_for(Duration::from_secs(20), "every icon loaded", icons).await;
+        let png = browser.client.screenshot().await.unwrap();
+        std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path), &png).unwrap();
+    }
+    let png = browser.client.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG screenshot");
+
+    // A name from the service is text, never HTML.
+    let evil = "<img src=x onerror=\"window.pwned=1\">Garden";
+    rig.sim_post("units/5/rename", json!({"name": evil})).await;
+    browser
+        .wait_for(
+            Duration::from_secs(10),
+            "the new name appears",
+            &format!("return document.querySelector('{} .name').textContent === {};", card(HOME, 5), json!(evil)),
+        )
+        .await;
+    assert_eq!(
+        browser.eval("return window.pwned === undefined && !document.querySelector('img[src=\"x\"]');").await,
+        json!(true)
+    );
+
+    // Readable on a phone: nothing wider than the screen.
+    browser.client.set_window_size(390, 844).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        browser.eval("return document.documentElement.scrollWidth <= window.innerWidth;").await,
+        json!(true),
+        "the page scrolls sideways on a phone"
+    );
+
+    browser.close().await;
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_loopback_the_page_controls_only_with_the_token() {
+    let rig = rig(&format!("  listen: 0.0.0.0:0\n  token: {TOKEN}\n")).await;
+    let browser = Browser::start(1000, 900).await;
+    browser.client.goto(&rig.url("")).await.unwrap();
+    browser
+        .wait_for(
+            Duration::from_secs(10),
+            "the page says it is read-only",
+            "const n = document.getElementById('access'); return !n.hidden && n.textContent.includes('http.token');",
+        )
+        .await;
+    browser
+        .wait_for(
+            Duration::from_secs(10),
+            "every control is disabled",
+            "const b = [...document.querySelectorAll('button[data-toggle], button[data-scene], input[type=range]')]; \
+             return b.length > 0 && b.every(x => x.disabled);",
+        )
+        .await;
+    // The server refuses too, whatever the page does.
+    let control = json!({"network": HOME, "target": "unit", "id": 1, "payload": "OFF"});
+    let client = reqwest::Client::new();
+    let refused = client.post(rig.url("api/control")).json(&control).send().await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let wrong = client.post(rig.url("api/control")).bearer_auth("guess").json(&control).send().await.unwrap();
+    assert_eq!(wrong.status(), 403);
+    assert_eq!(rig.truth(1).await["on"], json!(true), "nothing changed");
+
+    // With the token (given once in the address), the same page controls.
+    browser.client.goto("about:blank").await.unwrap();
+    browser.client.goto(&rig.url(&format!("#token={TOKEN}"))).await.unwrap();
+    browser
+        .wait_for(Duration::from_secs(10), "the page controls with the token", "return !!document.querySelector('button[data-toggle]') && [...document.querySelectorAll('button[data-toggle]')].every(b => !b.disabled);")
+        .await;
+    assert_eq!(browser.eval("return location.hash;").await, json!(""), "the token leaves the address bar");
+    browser.click(&format!("{} button[data-toggle]", card(HOME, 1))).await;
+    rig.wait_truth(1, "the click with the token turned the ceiling off", |u| u["on"] == json!(false)).await;
+
+    browser.close().await;
+    rig.stop().await;
+}
+
+/// Reads the live stream until an event of `name` whose data satisfies `f`; returns its data.
+async fn next_event(
+    stream: &mut reqwest::Response,
+    buffer: &mut String,
+    name: &str,
+    f: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let event = block.lines().find_map(|l| l.strip_prefix("event: ")).unwrap_or("");
+            let data: String = block.lines().filter_map(|l| l.strip_prefix("data: ")).collect::<Vec<_>>().join("\n");
+            if event == name
+                && let Ok(value) = serde_json::from_str::<Value>(&data)
+                && f(&value)
+            {
+                return value;
+            }
+        }
+        let chunk = tokio::time::timeout_at(deadline, stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no {name} event within 10 s"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended before a {name} event"));
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_stream_icons_and_assets_over_http() {
+    let rig = rig("  listen: 127.0.0.1:0\n").await;
+    let client = reqwest::Client::new();
+
+    // The page and its files: embedded, nothing from elsewhere, locked down.
+    let page = client.get(rig.url("")).send().await.unwrap();
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(csp.contains("default-src 'self'") && csp.contains("script-src 'self'"), "{csp}");
+    let mut text = page.text().await.unwrap();
+    for file in ["app.js", "style.css"] {
+        text.push_str(&client.get(rig.url(file)).send().await.unwrap().text().await.unwrap());
+    }
+    assert!(text.contains("EventSource(\"api/events\")"));
+    assert!(!text.contains("http://") && !text.contains("https://"), "the page loads nothing from elsewhere");
+
+    // The live stream: a snapshot first, then a change made in the simulator within a second.
+    let mut stream = client.get(rig.url("api/events")).send().await.unwrap();
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let mut buffer = String::new();
+    let snapshot = next_event(&mut stream, &mut buffer, "snapshot", |_| true).await;
+    assert_eq!(snapshot["networks"].as_array().map(Vec::len), Some(2));
+    let changed = Instant::now();
+    rig.sim_post("units/8/state", json!({"on": false})).await;
+    let frame = next_event(&mut stream, &mut buffer, "units", |v| {
+        v["units"].as_array().into_iter().flatten().any(|u| u["id"] == 8 && u["state"] == "OFF")
+    })
+    .await;
+    let took = changed.elapsed();
+    assert!(took < Duration::from_secs(1), "the change took {took:?}");
+    assert_eq!(frame["network"], HOME);
+    let living = frame["groups"].as_array().into_iter().flatten().find(|g| g["id"] == 2);
+    assert!(living.is_some(), "the group of the unit comes along: {frame}");
+
+    // Icons: each fixture's once from the service, however often the page asks; a fixture
+    // without one is 404, and one no unit has is never asked for.
+    let site = Site::demo();
+    let fixtures: Vec<(i64, bool)> = site.fixtures.iter().map(|f| (f.id, f.icon)).collect();
+    for _ in 0..3 {
+        for (id, has_icon) in &fixtures {
+            let r = client.get(rig.url(&format!("icon/fixture/{id}"))).send().await.unwrap();
+            if *has_icon {
+                assert_eq!(r.status(), 200, "fixture {id}");
+                assert!(r.bytes().await.unwrap().starts_with(b"\x89PNG"), "fixture {id}");
+            } else {
+                assert_eq!(r.status(), 404, "fixture {id}");
+            }
+        }
+    }
+    assert_eq!(client.get(rig.url("icon/fixture/4242")).send().await.unwrap().status(), 404);
+    let asked = rig.sim.shared().log.requests();
+    for (id, _) in &fixtures {
+        let path = format!("/v1/fixtures/{id}/icon");
+        assert_eq!(asked.iter().filter(|r| r.path == path).count(), 1, "{path} asked once");
+    }
+    assert!(!asked.iter().any(|r| r.path == "/v1/fixtures/4242/icon"));
+
+    rig.stop().await;
+}
