@@ -26,8 +26,8 @@ fn network() -> NetworkInfo {
     }
     view.groups.insert(1, GroupInfo { id: 1, name: "Kitchen".into(), units: vec![1, 2] });
     view.groups.insert(2, GroupInfo { id: 2, name: "Living".into(), units: vec![3] });
-    view.scenes.insert(1, SceneInfo { id: 1, name: "Evening".into(), units: vec![1] });
-    view.scenes.insert(2, SceneInfo { id: 2, name: "Cooking".into(), units: vec![1] });
+    view.scenes.insert(1, SceneInfo { id: 1, name: "Evening".into(), units: vec![1], hidden: false });
+    view.scenes.insert(2, SceneInfo { id: 2, name: "Cooking".into(), units: vec![1], hidden: false });
     view.status.active_scenes.insert(2);
     let mut known = Known::default();
     known.observe_view(&view);

@@ -7,13 +7,15 @@
 //! availability: HA must know an entity before its state arrives.
 
 use super::caps::Caps;
-use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
+use super::discovery::{
+    self, Component, Device, Discovery, Name, binary_sensor, device_automation, event, light, number, sensor, switch,
+};
 use super::group_cache::GroupCache;
 use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::{GroupInfo, NetworkView};
-use crate::cloud::model::{Fixture, UnitState};
+use crate::cloud::model::{Fixture, FixtureControlType, UnitState};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -191,6 +193,26 @@ pub struct DiscoveryInputs<'mirror> {
     vendor: Option<&'mirror str>,
     model: Option<&'mirror str>,
     caps: Caps,
+    buttons: Buttons,
+}
+
+/// The ids of a switch's buttons (the `id`s of its fixture's `button` controls below 64), one
+/// bit each: a unit's discovery inputs are compared on every change of it, so they stay `Copy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Buttons(u64);
+
+impl Buttons {
+    fn of(fixture: Option<&Fixture>) -> Buttons {
+        let ids = fixture.iter().flat_map(|f| &f.controls);
+        let ids = ids.filter(|c| c.control_type == FixtureControlType::Button).filter_map(|c| c.id);
+        Buttons(ids.filter(|id| *id < 64).fold(0, |bits, id| bits | 1 << id))
+    }
+
+    /// The button ids, when the fixture tells two or more apart (one button is the switch).
+    fn several(self) -> impl Iterator<Item = u32> {
+        let bits = if self.0.count_ones() >= 2 { self.0 } else { 0 };
+        (0..64).filter(move |id| bits & 1 << id != 0)
+    }
 }
 
 impl<'mirror> DiscoveryInputs<'mirror> {
@@ -205,6 +227,7 @@ impl<'mirror> DiscoveryInputs<'mirror> {
             vendor: fixture.and_then(|f| f.vendor.as_deref()),
             model: fixture.and_then(|f| f.model.as_deref()),
             caps: Caps::of(unit, fixture),
+            buttons: Buttons::of(fixture),
         }
     }
 
@@ -228,9 +251,24 @@ fn entity_name(name: &str, device_name: &str, kind: &str, id: u32) -> Name {
 
 /// How many components a unit's device has in discovery: one per capability that makes an
 /// entity (light, occupancy, illuminance, switch event). [`Renderer::unit_device`] builds exactly
-/// these, and names a lone one after its device.
+/// these (and a switch's device triggers, which are no entities), and names a lone one after its
+/// device.
 fn unit_component_count(caps: &Caps) -> usize {
     usize::from(caps.is_light()) + usize::from(caps.presence) + usize::from(caps.lux) + usize::from(caps.switch)
+}
+
+/// The members of group `g` as its light describes them: whether one dims, and the unique ids
+/// of the member lights the bridge publishes (in the group's order).
+fn group_members(mirror: &NetMirror, g: &GroupInfo) -> light::GroupMembers {
+    let mut members = light::GroupMembers::default();
+    for unit in g.units.iter().filter_map(|u| mirror.view.units.get(u)) {
+        let caps = mirror.caps(unit);
+        members.dimmable |= caps.dimmer;
+        if caps.is_light() && mirror.unit_slugs.get(&unit.id).is_some() {
+            members.lights.push(format!("{}_light", unit_object_id(&mirror.view.status.id, unit)));
+        }
+    }
+    members
 }
 
 impl Renderer {
@@ -357,21 +395,19 @@ impl Renderer {
                 format!("{oid}_scene_{id}"),
                 entity_name(&s.name, &v.status.name, "Scene", *id),
                 &discovery::entity_id("switch", &[net, "scene", slug]),
-                l.scene(net, slug),
-                format!("{}/set", l.scene(net, slug)),
+                (l.scene(net, slug), format!("{}/set", l.scene(net, slug))),
+                s.hidden,
             ));
         }
         for (id, g) in &v.groups {
             let Some(slug) = mirror.group_slugs.get(id) else { continue };
-            let dimmable = g.units.iter().filter_map(|u| v.units.get(u)).any(|u| mirror.caps(u).dimmer);
             components.push(light::group(
                 format!("group_{id}"),
                 format!("{oid}_group_{id}"),
                 entity_name(&g.name, &v.status.name, "Group", *id),
                 &discovery::entity_id("light", &[net, "group", slug]),
-                l.group(net, slug),
-                format!("{}/set", l.group(net, slug)),
-                dimmable,
+                (l.group(net, slug), format!("{}/set", l.group(net, slug))),
+                group_members(mirror, g),
             ));
         }
         Device {
@@ -495,6 +531,18 @@ impl Renderer {
                 types,
             ));
         }
+        debug_assert_eq!(components.len(), unit_component_count(caps), "unit_component_count is out of step");
+        if caps.switch {
+            let topic = l.unit_leaf(net, slug, "event");
+            let mut buttons = unit.buttons.several().peekable();
+            if buttons.peek().is_none() {
+                components.push(device_automation::switch(format!("{oid}_trigger"), topic));
+            } else {
+                for id in buttons {
+                    components.push(device_automation::button(format!("{oid}_trigger_{id}"), topic.clone(), id));
+                }
+            }
+        }
         let mut dev = Map::new();
         dev.insert("identifiers".into(), json!([oid]));
         dev.insert(
@@ -513,7 +561,6 @@ impl Renderer {
             dev.insert("sw_version".into(), json!(fw));
         }
         dev.insert("via_device".into(), json!(network_object_id(&mirror.view.status.id)));
-        debug_assert_eq!(components.len(), unit_component_count(caps), "unit_component_count is out of step");
         Device {
             object_id: oid,
             device: Value::Object(dev),

@@ -354,7 +354,8 @@ pub fn member_reading(unit: &UnitState, is_light: bool) -> MemberReading {
 }
 
 /// The group JSON: `state` ON when any member light is on (OFF when the members' states are known
-/// and none is), `brightness` the highest of the members', `members` the unit ids. Fields in
+/// and none is), `brightness` the highest of the members that are on (an on/off-only member that
+/// is on counts as 255), or of all members while none is on, `members` the unit ids. Fields in
 /// alphabetical order, as published from the start.
 #[derive(Debug, Serialize)]
 pub struct GroupJson<'a> {
@@ -374,17 +375,24 @@ impl<'a> GroupJson<'a> {
     /// The JSON of `group` whose members, in order, read `readings`.
     pub fn from_readings(group: &'a GroupInfo, readings: impl Iterator<Item = Option<MemberReading>>) -> GroupJson<'a> {
         let mut state: Option<&'static str> = None;
-        let mut brightness: Option<u8> = None;
+        // The highest level of the members that are on (an on/off-only member that is on counts
+        // as full), and of all members as long as none is on.
+        let (mut lit, mut any): (Option<u8>, Option<u8>) = (None, None);
+        let higher = |old: Option<u8>, b: u8| Some(old.map_or(b, |old| old.max(b)));
         for member in readings.flatten() {
             match member.state {
-                Some("ON") => state = Some("ON"),
+                Some("ON") => {
+                    state = Some("ON");
+                    lit = higher(lit, member.brightness.unwrap_or(u8::MAX));
+                }
                 Some("OFF") if state.is_none() => state = Some("OFF"),
                 _ => {}
             }
             if let Some(b) = member.brightness {
-                brightness = Some(brightness.map_or(b, |old| old.max(b)));
+                any = higher(any, b);
             }
         }
+        let brightness = lit.or(any);
         GroupJson { brightness, id: group.id, members: &group.units, name: &group.name, state }
     }
 

@@ -4,17 +4,22 @@
 use super::{Component, Name, base_config};
 use serde_json::json;
 
-/// The switch of a scene reading `ON`/`OFF` from the scene topic.
+/// The switch of a scene reading `ON`/`OFF` from the scene topic. A scene hidden in the app
+/// gets a switch disabled by default: HA lists it, a user enables it when wanted.
 pub fn scene(
     key: String,
     unique_id: String,
     name: Name,
     entity_id: &str,
-    state_topic: String,
-    command_topic: String,
+    topics: (String, String),
+    hidden: bool,
 ) -> Component {
+    let (state_topic, command_topic) = topics;
     let mut config = base_config(&name, entity_id);
     config.insert("icon".into(), json!("mdi:palette"));
+    if hidden {
+        config.insert("enabled_by_default".into(), json!(false));
+    }
     config.insert("state_topic".into(), json!(state_topic));
     config.insert("command_topic".into(), json!(command_topic));
     config.insert("payload_on".into(), json!("ON"));

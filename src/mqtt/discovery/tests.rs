@@ -106,10 +106,16 @@ fn required_keys_per_platform() {
                 "event" => &["state_topic", "event_types"],
                 "number" => &["command_topic", "state_topic", "min", "max", "step"],
                 "switch" => &["command_topic", "state_topic"],
+                "button" => &["command_topic"],
+                "device_automation" => &["automation_type", "topic", "type", "subtype"],
                 other => panic!("unexpected platform {other}"),
             };
             for k in required {
                 assert!(c.get(*k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+            }
+            if platform == "device_automation" {
+                check_trigger(&c);
+                continue;
             }
             for k in ["unique_id", "device", "origin", "default_entity_id"] {
                 assert!(c.get(k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
@@ -134,6 +140,103 @@ fn required_keys_per_platform() {
             }
         }
     }
+}
+
+/// A device trigger as Home Assistant's `device_automation` schema takes it: strings for
+/// `automation_type` (`trigger`), `topic`, `type`, `subtype`, `payload` and `value_template`; no
+/// entity keys (it is no entity); a device with identifiers; a topic under the base topic.
+fn check_trigger(c: &Value) {
+    assert_eq!(c["automation_type"], "trigger", "{c}");
+    for k in ["topic", "type", "subtype", "payload", "value_template"] {
+        assert!(c.get(k).is_none_or(Value::is_string), "{k} must be a string: {c}");
+    }
+    for k in ["name", "default_entity_id", "state_topic", "command_topic", "entity_category", "icon"] {
+        assert!(c.get(k).is_none(), "a trigger takes no {k}: {c}");
+    }
+    assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
+    assert!(c["topic"].as_str().is_some_and(|t| t.starts_with("casambi/") && t.ends_with("/event")), "{c}");
+}
+
+#[test]
+fn switches_have_a_device_trigger_per_button_or_one() {
+    for mode in MODES {
+        let all = entities(mode);
+        let triggers: Vec<_> = all.iter().filter(|(p, _)| p == "device_automation").collect();
+        assert_eq!(triggers.len(), 1, "the entrance switch's fixture names one button: one trigger");
+        let t = &triggers[0].1;
+        assert_eq!((t["type"].as_str(), t["subtype"].as_str()), (Some("button_short_press"), Some("switch")));
+        assert_eq!(t["topic"], "casambi/home/unit/entrance-switch/event");
+        assert_eq!(t["payload"], "switch");
+        let events: Vec<_> = all.iter().filter(|(p, c)| p == "event" && c["state_topic"] == t["topic"]).collect();
+        assert_eq!(events.len(), 1, "the event entity stays besides the trigger");
+    }
+    let component = configs(DiscoveryMode::Component);
+    let topics: Vec<&String> = component.keys().filter(|t| t.starts_with("homeassistant/device_automation/")).collect();
+    assert_eq!(topics.len(), 1, "per component, the trigger has a config topic of its own");
+}
+
+#[test]
+fn a_switch_whose_fixture_names_its_buttons_gets_one_trigger_each() {
+    let r = renderer(DiscoveryMode::Device);
+    let mut mirror = demo_mirrors().into_iter().find(|mirror| mirror.view.status.name == "Home").unwrap();
+    let fixture_id = mirror.view.units[&6].fixture_id.unwrap();
+    let mut fixture = (*mirror.view.fixtures[&fixture_id]).clone();
+    fixture.controls = (0..4)
+        .map(|id| {
+            serde_json::from_value(json!({"type": "button", "id": id, "buttonLabel": format!("{}", id + 1)})).unwrap()
+        })
+        .collect();
+    mirror.view.fixtures.insert(fixture_id, Arc::new(fixture));
+    let (_, payload) = &r.unit(&mirror, 6)[0];
+    let v: Value = serde_json::from_str(payload).unwrap();
+    let cmps = v["cmps"].as_object().unwrap();
+    let subtypes: Vec<&str> =
+        cmps.values().filter(|c| c["p"] == "device_automation").map(|c| c["subtype"].as_str().unwrap()).collect();
+    assert_eq!(subtypes, ["button_1", "button_2", "button_3", "button_4"]);
+    assert_eq!(cmps["trigger_button_2"]["payload"], "2");
+    assert!(cmps["trigger_button_2"]["value_template"].as_str().unwrap().contains("'button'"));
+    assert!(cmps.get("trigger_switch").is_none());
+    let ids: BTreeSet<&str> = cmps.values().map(|c| c["unique_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), cmps.len(), "unique ids differ per trigger");
+}
+
+#[test]
+fn group_lights_name_their_member_lights() {
+    for mode in MODES {
+        let all = entities(mode);
+        let light_ids: BTreeSet<&str> =
+            all.iter().filter(|(p, _)| p == "light").map(|(_, c)| c["unique_id"].as_str().unwrap()).collect();
+        let groups: Vec<_> = all.iter().filter(|(_, c)| c["icon"] == "mdi:lightbulb-group").collect();
+        assert_eq!(groups.len(), 3, "Kitchen, Living room and the office's");
+        for (_, g) in groups {
+            let members = g["group"].as_array().unwrap_or_else(|| panic!("group light without `group`: {g}"));
+            assert!(!members.is_empty());
+            for m in members {
+                let m = m.as_str().unwrap();
+                assert!(light_ids.contains(m), "{m} is no light's unique id");
+                assert_ne!(m, g["unique_id"].as_str().unwrap(), "a group is not its own member");
+            }
+        }
+    }
+}
+
+#[test]
+fn hidden_scenes_are_disabled_by_default() {
+    let r = renderer(DiscoveryMode::Device);
+    let mut mirror = demo_mirrors().into_iter().find(|mirror| mirror.view.status.name == "Home").unwrap();
+    let shown = r.network(&mirror);
+    let first = *mirror.view.scenes.keys().next().unwrap();
+    mirror.view.scenes.get_mut(&first).unwrap().hidden = true;
+    let hidden = r.network(&mirror);
+    let cmps =
+        |topics: &[(String, String)]| -> Value { serde_json::from_str::<Value>(&topics[0].1).unwrap()["cmps"].clone() };
+    let (shown, hidden) = (cmps(&shown), cmps(&hidden));
+    let key = format!("scene_{first}");
+    assert!(shown[&key].get("enabled_by_default").is_none(), "{}", shown[&key]);
+    assert_eq!(hidden[&key]["enabled_by_default"], false);
+    assert_eq!(shown[&key]["unique_id"], hidden[&key]["unique_id"]);
+    let other = mirror.view.scenes.keys().nth(1).map(|id| format!("scene_{id}")).unwrap();
+    assert!(hidden[&other].get("enabled_by_default").is_none(), "only the hidden scene");
 }
 
 #[test]

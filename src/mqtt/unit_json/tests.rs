@@ -159,3 +159,22 @@ fn the_json_has_every_key_once_in_alphabetical_order() {
     let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap();
     assert!(sorted.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
 }
+
+/// A group's state and brightness say what its members do (docs/mqtt.md, "Groups and scenes"):
+/// the brightest member that is on, a relay that is on counting as full.
+#[test]
+fn group_brightness_is_the_brightest_member_that_is_on() {
+    let group = GroupInfo { id: 2, name: "Living room".into(), units: vec![3, 8] };
+    let read = |members: [MemberReading; 2]| {
+        let members = BTreeMap::from([(3, members[0]), (8, members[1])]);
+        let v = group_json(&group, &members);
+        (v["state"].clone(), v["brightness"].clone())
+    };
+    let relay = |on: bool| MemberReading { state: Some(if on { "ON" } else { "OFF" }), brightness: None };
+    let lamp = |on: bool, b: u8| MemberReading { state: Some(if on { "ON" } else { "OFF" }), brightness: Some(b) };
+    assert_eq!(read([relay(true), lamp(false, 0)]), (json!("ON"), json!(255)), "a relay on lights the room");
+    assert_eq!(read([relay(false), lamp(true, 100)]), (json!("ON"), json!(100)));
+    assert_eq!(read([lamp(true, 40), lamp(false, 200)]), (json!("ON"), json!(40)), "an off member does not count");
+    assert_eq!(read([relay(false), lamp(false, 30)]), (json!("OFF"), json!(30)), "all off: the highest level");
+    assert_eq!(read([relay(false), relay(false)]), (json!("OFF"), Value::Null));
+}
