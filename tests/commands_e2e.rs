@@ -274,13 +274,27 @@ async fn unit_commands_become_control_messages_and_the_retained_state_follows() 
                 let lamp = json_at(r, LAMP);
                 shows(r, LAMP, "state", json!("ON"))
                     && shows(r, LAMP, "brightness", json!(255))
-                    && shows(r, LAMP, "color_mode", json!("xy"))
+                    && shows(r, LAMP, "color_mode", json!("hs"))
                     && lamp["color"]["x"].as_f64().is_some_and(|x| (x - 0.64).abs() <= 0.001)
             },
         )
         .await;
     let color = &json_at(&r, LAMP)["color"];
     assert!((color["y"].as_f64().unwrap() - 0.33).abs() <= 0.001, "{color}");
+
+    // Colour as Home Assistant's hs mode sends it: hue/sat scaled, no colour-space conversion,
+    // and the same hs back (the issue's blue read back as [241.2, 79.2]).
+    let r = rig
+        .command(
+            &format!("{LAMP}/set"),
+            r#"{"state":"ON","color":{"h":240,"s":100}}"#,
+            json!({"method":"controlUnit","id":3,"targetControls":{
+                "Dimmer":{"value":1.0},"Colorsource":{"source":"RGB"},"RGB":{"hue":0.666667,"sat":1.0}}}),
+            |r| json_at(r, LAMP)["color"]["h"].as_f64().is_some_and(|h| (h - 240.0).abs() <= 1.0),
+        )
+        .await;
+    let color = &json_at(&r, LAMP)["color"];
+    assert!((color["s"].as_f64().unwrap() - 100.0).abs() <= 1.0, "{color}");
 
     // On/off-only unit: OnOff, both ways.
     rig.command(

@@ -8,7 +8,7 @@
 //! | unit `OFF` | `Dimmer {value: 0}`; on/off-only units `OnOff {value: 0}`; other fields of the command are ignored |
 //! | unit `TOGGLE` | `ON` or `OFF`, from the current state |
 //! | unit `color_temp` K | `ColorTemperature {value: K}` + `Colorsource {source: "TW"}`, K clamped to the unit's CCT min..max |
-//! | unit `color` xy or rgb | `RGB {hue, sat}` + `Colorsource {source: "RGB"}` (see [`crate::color`]) |
+//! | unit `color` hs, xy or rgb | `RGB {hue, sat}` + `Colorsource {source: "RGB"}` (hs only scaled; see [`crate::color`]) |
 //! | group | `controlGroup` `level` = b/255, `ON` = 1, `OFF` = 0 |
 //! | scene | `controlScene` `level` = b/255, `ON` = 1, `OFF` = 0; `/state` is refreshed after it |
 //! | network | `controlNetwork` `level`; `/state` is refreshed after it |
@@ -24,7 +24,7 @@ use super::error::CommandError;
 use super::known::{Key, NetworkInfo, UnitInfo};
 use super::parse::{ColorCommand, Command, LevelCommand, LightCommand, Switch};
 use crate::cloud::model::{ClientMessage, RgbTarget, SourceTarget, TargetControls, ValueTarget};
-use crate::color::{rgb8_to_hue_sat, xy_to_hue_sat};
+use crate::color::{hs_to_hue_sat, rgb8_to_hue_sat, xy_to_hue_sat};
 use std::time::Duration;
 
 /// What to send for a command.
@@ -201,6 +201,7 @@ fn unit_controls(c: &LightCommand, u: &UnitInfo, is_on: bool) -> Result<(TargetC
     }
     if let Some(color) = c.color {
         let (hue, sat) = match color {
+            ColorCommand::Hs { h, s } => hs_to_hue_sat(h, s),
             ColorCommand::Xy { x, y } => xy_to_hue_sat(x, y),
             ColorCommand::Rgb { r, g, b } => rgb8_to_hue_sat(r, g, b),
         };

@@ -137,6 +137,16 @@ fn colour_becomes_hue_and_saturation() {
         unit_msg(3, r#"{"Colorsource":{"source":"RGB"},"RGB":{"hue":0.0696,"sat":0.7415}}"#)
     );
     assert_eq!(reason(&net, Key::Unit(2), r#"{"color":{"x":0.3,"y":0.3}}"#), "unit Spots has no colour control");
+    // Home Assistant's hs mode: only scaled, whatever the colour space.
+    assert_eq!(
+        json(&net, k, r#"{"state":"ON","color":{"h":240,"s":100}}"#),
+        unit_msg(3, r#"{"Dimmer":{"value":1.0},"Colorsource":{"source":"RGB"},"RGB":{"hue":0.666667,"sat":1.0}}"#)
+    );
+    assert_eq!(
+        json(&net, k, r#"{"color":{"h":30.5,"s":42}}"#),
+        unit_msg(3, r#"{"Colorsource":{"source":"RGB"},"RGB":{"hue":0.084722,"sat":0.42}}"#)
+    );
+    assert_eq!(reason(&net, Key::Unit(2), r#"{"color":{"h":0,"s":100}}"#), "unit Spots has no colour control");
 }
 
 #[test]

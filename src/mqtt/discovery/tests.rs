@@ -259,7 +259,7 @@ fn colour_modes_are_exclusive() {
         seen.insert(modes.join(","));
     }
     // The demo site covers every kind of light.
-    for expected in ["brightness", "color_temp", "onoff", "xy"] {
+    for expected in ["brightness", "color_temp", "hs", "onoff"] {
         assert!(seen.contains(expected), "{seen:?}");
     }
 }

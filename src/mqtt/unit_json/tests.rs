@@ -41,11 +41,18 @@ fn colour_follows_colorsource() {
     assert_eq!(fields["color_mode"], "color_temp");
     assert_eq!(fields["color_temp"], 3000);
     assert_eq!(fields["color"]["y"], 0.33);
+    assert_eq!((&fields["color"]["h"], &fields["color"]["s"]), (&json!(0.0), &json!(100.0)), "hs as the cloud says");
     let fields = render(
         r#"{"id":3,"on":true,"controls":[{"type":"Colorsource","source":"XY"},{"type":"Color","x":0.31234,"y":0.3}]}"#,
     );
-    assert_eq!(fields["color_mode"], "xy");
-    assert_eq!(fields["color"], json!({"x": 0.3123, "y": 0.3}));
+    assert_eq!(fields["color_mode"], "hs");
+    let (h, s) = crate::color::hue_sat_to_hs(
+        crate::color::xy_to_hue_sat(0.3123, 0.3).0,
+        crate::color::xy_to_hue_sat(0.3123, 0.3).1,
+    );
+    assert_eq!(fields["color"], json!({"h": h, "s": s, "x": 0.3123, "y": 0.3}), "hs converted from xy");
+    let fields = render(r#"{"id":3,"on":true,"controls":[{"type":"Color","rgb":"rgb(0, 0, 255)"}]}"#);
+    assert_eq!(fields["color"], json!({"h": 240.0, "s": 100.0, "x": 0.15, "y": 0.06}), "both from rgb");
 }
 
 #[test]
