@@ -282,19 +282,19 @@ async fn unit_commands_become_control_messages_and_the_retained_state_follows() 
     let color = &json_at(&r, LAMP)["color"];
     assert!((color["y"].as_f64().unwrap() - 0.33).abs() <= 0.001, "{color}");
 
-    // Colour as Home Assistant's hs mode sends it: hue/sat scaled, no colour-space conversion,
-    // and the same hs back (the issue's blue read back as [241.2, 79.2]).
-    let r = rig
-        .command(
-            &format!("{LAMP}/set"),
-            r#"{"state":"ON","color":{"h":240,"s":100}}"#,
-            json!({"method":"controlUnit","id":3,"targetControls":{
-                "Dimmer":{"value":1.0},"Colorsource":{"source":"RGB"},"RGB":{"hue":0.666667,"sat":1.0}}}),
-            |r| json_at(r, LAMP)["color"]["h"].as_f64().is_some_and(|h| (h - 240.0).abs() <= 1.0),
-        )
+    // Colour as Home Assistant's hs mode sends it: hue/sat only scaled, and the same hs back
+    // within 1° and 1 % (in xy mode a blue picked at [240, 100] read back as [241.2, 79.2]).
+    for (h, s, hue, sat) in [(240.0, 100.0, 0.666667, 1.0), (0.0, 100.0, 0.0, 1.0), (30.0, 60.0, 0.083333, 0.6)] {
+        let sent = json!({"color": {"h": h, "s": s}}).to_string();
+        let want = json!({"method":"controlUnit","id":3,"targetControls":{
+            "Colorsource":{"source":"RGB"},"RGB":{"hue":hue,"sat":sat}}});
+        let near = |v: &Value, target: f64| v.as_f64().is_some_and(|v| (v - target).abs() <= 1.0);
+        rig.command(&format!("{LAMP}/set"), &sent, want, |r| {
+            let color = &json_at(r, LAMP)["color"];
+            near(&color["h"], h) && near(&color["s"], s)
+        })
         .await;
-    let color = &json_at(&r, LAMP)["color"];
-    assert!((color["s"].as_f64().unwrap() - 100.0).abs() <= 1.0, "{color}");
+    }
 
     // On/off-only unit: OnOff, both ways.
     rig.command(

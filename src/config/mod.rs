@@ -18,6 +18,7 @@
 //! be configured by environment variables alone.
 
 mod datapoints;
+mod devices;
 mod env;
 mod error;
 mod file;
@@ -97,6 +98,8 @@ pub struct Config {
     pub log: LogSettings,
     /// `datapoints:` — fetching logged datapoints.
     pub datapoints: DatapointSettings,
+    /// `devices:` — per-device settings.
+    pub devices: std::sync::Arc<crate::mqtt::devices::Devices>,
     /// The file the configuration came from; `None` = defaults and environment only.
     pub file: Option<PathBuf>,
 }
@@ -146,7 +149,7 @@ pub fn known_keys() -> Vec<String> {
 }
 
 /// The keys of each section (for `networks` and `sites`, of one entry).
-fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 9] {
+fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 10] {
     [
         ("cloud", fields_of::<CloudFile>()),
         ("networks", fields_of::<NetworkFile>()),
@@ -157,6 +160,8 @@ fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 9] {
         ("health", fields_of::<HealthFile>()),
         ("log", fields_of::<LogFile>()),
         ("datapoints", fields_of::<datapoints::DatapointsFile>()),
+        // Keyed by unit, group, scene or network: each entry is checked on its own.
+        ("devices", None),
     ]
 }
 
@@ -187,6 +192,7 @@ fn parse_with(
     let health = reader.section::<HealthFile>("health");
     let log = reader.section::<LogFile>("log");
     let datapoints = reader.section::<datapoints::DatapointsFile>("datapoints");
+    let devices = reader.section::<devices::DevicesFile>("devices");
 
     let cloud = cloud.and_then(|c| validate::cloud(&mut reader, c));
     let logins = match (networks, sites) {
@@ -200,9 +206,10 @@ fn parse_with(
     let health = health.and_then(|h| validate::health(&mut reader, h));
     let log = log.and_then(|l| validate::log(&mut reader, l));
     let datapoints = datapoints.and_then(|d| datapoints::validate(&mut reader, d));
+    let devices = devices.and_then(|d| devices::validate(&mut reader, d));
 
-    match (cloud, logins, mqtt, health, log, datapoints) {
-        (Some(cloud), Some((networks, sites)), Some(m), Some(health), Some(log), Some(datapoints))
+    match (cloud, logins, mqtt, health, log, datapoints, devices) {
+        (Some(cloud), Some((networks, sites)), Some(m), Some(health), Some(log), Some(datapoints), Some(devices))
             if reader.problems.is_empty() =>
         {
             Ok(Config {
@@ -215,6 +222,7 @@ fn parse_with(
                 health,
                 log,
                 datapoints,
+                devices: std::sync::Arc::new(devices),
                 file: path.map(Path::to_path_buf),
             })
         }
@@ -229,7 +237,12 @@ fn parse_with(
 impl Config {
     /// The MQTT layer's view: `mqtt`, `homeassistant` and `output` together.
     pub fn mqtt_config(&self) -> MqttConfig {
-        MqttConfig { mqtt: self.mqtt.clone(), homeassistant: self.homeassistant.clone(), output: self.output.clone() }
+        MqttConfig {
+            mqtt: self.mqtt.clone(),
+            homeassistant: self.homeassistant.clone(),
+            output: self.output.clone(),
+            devices: self.devices.clone(),
+        }
     }
 
     /// One line for the start-up log: where the configuration came from and what it says, with

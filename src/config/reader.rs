@@ -13,8 +13,8 @@ use serde_yaml::{Mapping, Value};
 use std::collections::HashSet;
 
 /// The top-level keys.
-pub const SECTIONS: [&str; 9] =
-    ["cloud", "networks", "sites", "mqtt", "homeassistant", "output", "health", "log", "datapoints"];
+pub const SECTIONS: [&str; 10] =
+    ["cloud", "networks", "sites", "mqtt", "homeassistant", "output", "health", "log", "datapoints", "devices"];
 
 /// The merged configuration tree and the problems found so far.
 pub(crate) struct Reader {

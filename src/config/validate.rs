@@ -167,7 +167,7 @@ pub(crate) fn mqtt(
             format!("cannot read {}: {}", ca.display(), secrets::io_reason(&e)),
         ));
     }
-    let config = MqttConfig { mqtt, homeassistant, output };
+    let config = MqttConfig { mqtt, homeassistant, output, devices: Default::default() };
     match config.validate() {
         Ok(()) => {}
         Err(SettingsError::Invalid { key, reason }) => reader.push(Problem::invalid(key, reason)),

@@ -7,10 +7,12 @@
 //! availability: HA must know an entity before its state arrives.
 
 use super::caps::Caps;
+use super::devices::{Devices, Resolved};
 use super::discovery::{
     self, Component, Device, Discovery, Name, binary_sensor, device_automation, event, light, number, sensor, switch,
 };
 use super::group_cache::GroupCache;
+use super::mirror_devices::{friendly, override_entity, shown_as_switch};
 use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
@@ -61,11 +63,26 @@ pub struct NetMirror {
     /// mirror and again after a unit's identity changed ([`NetMirror::recache_groups`]), kept up
     /// to date by [`super::plan::unit_ops`].
     pub group_cache: GroupCache,
+    /// The `devices:` settings of the whole bridge (empty without the section).
+    pub devices: Arc<Devices>,
+    /// The slug of the network's name in the cloud, by which `devices:` keys name it ([`slug`]
+    /// is the slug of its friendly name).
+    ///
+    /// [`slug`]: NetMirror::slug
+    pub key_slug: String,
+    /// The `devices:` settings matched to this network's units, groups and scenes.
+    pub settings: Resolved,
 }
 
 impl NetMirror {
     /// A mirror of `view` known by `slug`.
     pub fn new(view: NetworkView, slug: String) -> NetMirror {
+        NetMirror::with_devices(view, slug.clone(), slug, Arc::default())
+    }
+
+    /// A mirror of `view` known by `slug`, whose name in the cloud has `key_slug`, with the
+    /// bridge's `devices:` settings.
+    pub fn with_devices(view: NetworkView, slug: String, key_slug: String, devices: Arc<Devices>) -> NetMirror {
         let mut mirror = NetMirror {
             key: Arc::from(view.status.id.as_str()),
             view,
@@ -75,6 +92,9 @@ impl NetMirror {
             scene_slugs: Slugs::default(),
             stale_groups: Vec::new(),
             group_cache: GroupCache::default(),
+            devices,
+            key_slug,
+            settings: Resolved::default(),
         };
         mirror.reslug();
         mirror.recache_groups();
@@ -96,12 +116,16 @@ impl NetMirror {
         member_reading(unit, self.is_light(unit))
     }
 
-    /// Recomputes the unit, group and scene slugs (after names changed).
+    /// Recomputes the unit, group and scene slugs (after names changed), and with `devices:`
+    /// the settings matched to them.
     pub fn reslug(&mut self) {
         let v = &self.view;
         self.unit_slugs = Slugs::of(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())));
         self.group_slugs = Slugs::of(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())));
         self.scene_slugs = Slugs::of(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())));
+        if !self.devices.is_empty() {
+            self.apply_devices();
+        }
     }
 
     /// The capabilities of a unit (its controls merged with its fixture's).
@@ -264,7 +288,8 @@ fn group_members(mirror: &NetMirror, g: &GroupInfo) -> light::GroupMembers {
     for unit in g.units.iter().filter_map(|u| mirror.view.units.get(u)) {
         let caps = mirror.caps(unit);
         members.dimmable |= caps.dimmer;
-        if caps.is_light() && mirror.unit_slugs.get(&unit.id).is_some() {
+        let ha = mirror.settings.unit(unit.id).map(|s| &s.homeassistant);
+        if caps.is_light() && !shown_as_switch(&caps, ha) && mirror.unit_slugs.get(&unit.id).is_some() {
             members.lights.push(format!("{}_light", unit_object_id(&mirror.view.status.id, unit)));
         }
     }
@@ -388,39 +413,45 @@ impl Renderer {
                 Some(self.bridge_availability()),
             ),
         ];
+        let settings = &mirror.settings;
+        let network_settings = settings.network.as_deref();
+        let device_name = friendly(network_settings, &v.status.name);
         for (id, s) in &v.scenes {
             let Some(slug) = mirror.scene_slugs.get(id) else { continue };
-            components.push(switch::scene(
+            let mut scene = switch::scene(
                 format!("scene_{id}"),
                 format!("{oid}_scene_{id}"),
-                entity_name(&s.name, &v.status.name, "Scene", *id),
+                entity_name(friendly(settings.scene(*id), &s.name), device_name, "Scene", *id),
                 &discovery::entity_id("switch", &[net, "scene", slug]),
                 (l.scene(net, slug), format!("{}/set", l.scene(net, slug))),
                 s.hidden,
-            ));
+            );
+            override_entity(settings.scene(*id), &mut scene);
+            components.push(scene);
         }
         for (id, g) in &v.groups {
             let Some(slug) = mirror.group_slugs.get(id) else { continue };
-            components.push(light::group(
+            let mut group = light::group(
                 format!("group_{id}"),
                 format!("{oid}_group_{id}"),
-                entity_name(&g.name, &v.status.name, "Group", *id),
+                entity_name(friendly(settings.group(*id), &g.name), device_name, "Group", *id),
                 &discovery::entity_id("light", &[net, "group", slug]),
                 (l.group(net, slug), format!("{}/set", l.group(net, slug))),
                 group_members(mirror, g),
-            ));
+            );
+            override_entity(settings.group(*id), &mut group);
+            components.push(group);
         }
-        Device {
-            object_id: oid.clone(),
-            device: json!({
-                "identifiers": [oid],
-                "name": v.status.name,
-                "model": "Lighting network",
-                "via_device": instance_object_id(l),
-            }),
-            availability: avail,
-            components,
+        let mut device = json!({
+            "identifiers": [oid],
+            "name": device_name,
+            "model": "Lighting network",
+            "via_device": instance_object_id(l),
+        });
+        if let (Some(s), Value::Object(block)) = (network_settings, &mut device) {
+            s.homeassistant.apply_device(block);
         }
+        Device { object_id: oid.clone(), device, availability: avail, components }
     }
 
     /// The unit JSON of a unit of `mirror` (all keys present).
@@ -494,8 +525,16 @@ impl Renderer {
                 discovery::entity_id(platform, &[net, slug, suffix])
             }
         };
+        let settings = mirror.settings.unit(unit.id);
         let mut components: Vec<Component> = Vec::new();
-        if caps.is_light() {
+        if shown_as_switch(caps, settings.map(|s| &s.homeassistant)) {
+            components.push(switch::unit(
+                format!("{oid}_switch"),
+                &discovery::entity_id("switch", &[net, slug]),
+                state_topic.clone(),
+                l.unit_leaf(net, slug, "set"),
+            ));
+        } else if caps.is_light() {
             components.push(light::unit(
                 format!("{oid}_light"),
                 &discovery::entity_id("light", &[net, slug]),
@@ -532,6 +571,9 @@ impl Renderer {
             ));
         }
         debug_assert_eq!(components.len(), unit_component_count(caps), "unit_component_count is out of step");
+        if let Some(main) = components.first_mut() {
+            override_entity(settings, main);
+        }
         if caps.switch {
             let topic = l.unit_leaf(net, slug, "event");
             let mut buttons = unit.buttons.several().peekable();
@@ -545,11 +587,10 @@ impl Renderer {
         }
         let mut dev = Map::new();
         dev.insert("identifiers".into(), json!([oid]));
+        let name = settings.and_then(|s| s.name.as_deref()).or(unit.name);
         dev.insert(
             "name".into(),
-            json!(
-                unit.name.filter(|n| !n.trim().is_empty()).map_or_else(|| format!("Unit {}", unit.id), str::to_string)
-            ),
+            json!(name.filter(|n| !n.trim().is_empty()).map_or_else(|| format!("Unit {}", unit.id), str::to_string)),
         );
         if let Some(vendor) = unit.vendor {
             dev.insert("manufacturer".into(), json!(vendor));
@@ -561,6 +602,9 @@ impl Renderer {
             dev.insert("sw_version".into(), json!(fw));
         }
         dev.insert("via_device".into(), json!(network_object_id(&mirror.view.status.id)));
+        if let Some(s) = settings {
+            s.homeassistant.apply_device(&mut dev);
+        }
         Device {
             object_id: oid,
             device: Value::Object(dev),

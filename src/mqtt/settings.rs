@@ -202,7 +202,7 @@ impl Default for OutputSettings {
     }
 }
 
-/// Everything the MQTT side needs, gathered from the three sections.
+/// Everything the MQTT side needs, gathered from the four sections.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     /// `mqtt:`.
@@ -211,6 +211,8 @@ pub struct Config {
     pub homeassistant: HaSettings,
     /// `output:`.
     pub output: OutputSettings,
+    /// `devices:` (shared by every network's mirror).
+    pub devices: std::sync::Arc<super::devices::Devices>,
 }
 
 impl MqttSettings {

@@ -226,4 +226,6 @@ pub fn removal_step(old: &str, new: &str) -> Option<String> {
 }
 
 #[cfg(test)]
+mod settings_tests;
+#[cfg(test)]
 mod tests;

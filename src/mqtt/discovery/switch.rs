@@ -1,5 +1,6 @@
-//! `switch` entities: one per scene. On = the scene is active; turning it on or off sends `ON` /
-//! `OFF` to the scene's `…/set`.
+//! `switch` entities: one per scene (on = the scene is active), and an on/off unit shown as a
+//! switch (`devices:` … `platform: switch`). Turning one on or off sends `ON` / `OFF` to its
+//! `…/set`.
 
 use super::{Component, Name, base_config};
 use serde_json::json;
@@ -25,4 +26,15 @@ pub fn scene(
     config.insert("payload_on".into(), json!("ON"));
     config.insert("payload_off".into(), json!("OFF"));
     Component { key, platform: "switch", unique_id, availability: None, config }
+}
+
+/// The switch of an on/off unit (a relay driving a fan, a pump), reading `state` of the unit JSON.
+pub fn unit(unique_id: String, entity_id: &str, state_topic: String, command_topic: String) -> Component {
+    let mut config = base_config(&Name::Main, entity_id);
+    config.insert("state_topic".into(), json!(state_topic));
+    config.insert("value_template".into(), json!("{{ value_json.state }}"));
+    config.insert("command_topic".into(), json!(command_topic));
+    config.insert("payload_on".into(), json!("ON"));
+    config.insert("payload_off".into(), json!("OFF"));
+    Component { key: "switch".into(), platform: "switch", unique_id, availability: None, config }
 }

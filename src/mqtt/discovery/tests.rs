@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The demo site's networks as mirrors (slugs assigned as the publisher does).
-fn demo_mirrors() -> Vec<NetMirror> {
+pub(super) fn demo_mirrors() -> Vec<NetMirror> {
     let site = Site::demo();
     let world = World::new(&site);
     let names: Vec<(String, String)> =
@@ -39,7 +39,7 @@ fn demo_mirrors() -> Vec<NetMirror> {
         .collect()
 }
 
-fn renderer(mode: DiscoveryMode) -> Renderer {
+pub(super) fn renderer(mode: DiscoveryMode) -> Renderer {
     Renderer {
         layout: Layout::new("casambi"),
         discovery: Some(Discovery { prefix: "homeassistant".into(), mode, qos: 1 }),
@@ -49,10 +49,15 @@ fn renderer(mode: DiscoveryMode) -> Renderer {
 
 /// Every discovery config (topic → parsed payload) of the demo site in `mode`.
 fn configs(mode: DiscoveryMode) -> BTreeMap<String, Value> {
+    configs_of(mode, demo_mirrors())
+}
+
+/// Every discovery config (topic → parsed payload) of `mirrors` in `mode`.
+pub(super) fn configs_of(mode: DiscoveryMode, mirrors: Vec<NetMirror>) -> BTreeMap<String, Value> {
     let r = renderer(mode);
     let mut out = BTreeMap::new();
     let mut all = r.bridge(&json!({"version": "x"}));
-    for mirror in demo_mirrors() {
+    for mirror in mirrors {
         for o in mirror.owners() {
             all.extend(r.owner(&mirror, &o));
         }
@@ -68,8 +73,13 @@ fn configs(mode: DiscoveryMode) -> BTreeMap<String, Value> {
 /// Every entity config as (platform, merged config): device-mode components with the root's
 /// shared keys, or component-mode payloads as they are.
 fn entities(mode: DiscoveryMode) -> Vec<(String, Value)> {
+    entities_of(mode, demo_mirrors())
+}
+
+/// [`entities`] of `mirrors`.
+pub(super) fn entities_of(mode: DiscoveryMode, mirrors: Vec<NetMirror>) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    for (topic, v) in configs(mode) {
+    for (topic, v) in configs_of(mode, mirrors) {
         match mode {
             DiscoveryMode::Device => {
                 for (_, c) in v["cmps"].as_object().unwrap() {
@@ -93,52 +103,94 @@ fn entities(mode: DiscoveryMode) -> Vec<(String, Value)> {
     out
 }
 
-const MODES: [DiscoveryMode; 2] = [DiscoveryMode::Device, DiscoveryMode::Component];
+pub(super) const MODES: [DiscoveryMode; 2] = [DiscoveryMode::Device, DiscoveryMode::Component];
 
 #[test]
 fn required_keys_per_platform() {
     for mode in MODES {
-        for (platform, c) in entities(mode) {
-            let required: &[&str] = match platform.as_str() {
-                "light" => &["command_topic", "state_topic", "schema", "supported_color_modes"],
-                "binary_sensor" => &["state_topic"],
-                "sensor" => &["state_topic"],
-                "event" => &["state_topic", "event_types"],
-                "number" => &["command_topic", "state_topic", "min", "max", "step"],
-                "switch" => &["command_topic", "state_topic"],
-                "button" => &["command_topic"],
-                "device_automation" => &["automation_type", "topic", "type", "subtype"],
-                other => panic!("unexpected platform {other}"),
-            };
-            for k in required {
-                assert!(c.get(*k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+        check_schemas(mode, entities(mode));
+    }
+}
+
+/// Checks every entity against Home Assistant's documented schema of its platform: the keys it
+/// requires, the keys every entity needs, and the rules of each platform.
+pub(super) fn check_schemas(mode: DiscoveryMode, entities: Vec<(String, Value)>) {
+    for (platform, c) in entities {
+        let required: &[&str] = match platform.as_str() {
+            "light" => &["command_topic", "state_topic", "schema", "supported_color_modes"],
+            "binary_sensor" => &["state_topic"],
+            "sensor" => &["state_topic"],
+            "event" => &["state_topic", "event_types"],
+            "number" => &["command_topic", "state_topic", "min", "max", "step"],
+            "switch" => &["command_topic", "state_topic"],
+            "button" => &["command_topic"],
+            "device_automation" => &["automation_type", "topic", "type", "subtype"],
+            other => panic!("unexpected platform {other}"),
+        };
+        for k in required {
+            assert!(c.get(*k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+        }
+        if platform == "device_automation" {
+            check_trigger(&c);
+            continue;
+        }
+        for k in ["unique_id", "device", "origin", "default_entity_id"] {
+            assert!(c.get(k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+        }
+        assert!(c.get("object_id").is_none(), "object_id is deprecated: {c}");
+        let eid = c["default_entity_id"].as_str().unwrap();
+        assert!(eid.starts_with(&format!("{platform}.")), "{eid}");
+        assert!(
+            eid[platform.len() + 1..].chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'),
+            "{eid}"
+        );
+        assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
+        assert!(c["device"]["name"].is_string(), "{c}");
+        if let Some(t) = c.get("command_topic") {
+            assert!(t.as_str().unwrap().ends_with("/set"), "{c}");
+        }
+        if platform == "light" {
+            assert_eq!(c["schema"], "json");
+        }
+        if platform == "event" {
+            assert!(c.get("entity_category").is_none(), "events take no entity_category");
+        }
+        check_common_options(&platform, &c);
+    }
+}
+
+/// The options every entity may carry, as Home Assistant's schemas take them.
+fn check_common_options(platform: &str, c: &Value) {
+    if let Some(cat) = c.get("entity_category") {
+        assert!(cat == "config" || cat == "diagnostic", "entity_category {cat}: {c}");
+    }
+    if let Some(e) = c.get("enabled_by_default") {
+        assert!(e.is_boolean(), "{c}");
+    }
+    if let Some(icon) = c.get("icon").and_then(Value::as_str).or(c.get("icon").map(|_| "")) {
+        assert!(icon.split_once(':').is_some_and(|(p, n)| !p.is_empty() && !n.is_empty()), "icon {icon:?}: {c}");
+    }
+    match platform {
+        "light" => {
+            assert!(c.get("device_class").is_none(), "a light has no device_class: {c}");
+            const MODES: [&str; 9] = ["onoff", "brightness", "color_temp", "hs", "xy", "rgb", "rgbw", "rgbww", "white"];
+            for m in c["supported_color_modes"].as_array().unwrap() {
+                assert!(MODES.contains(&m.as_str().unwrap()), "colour mode {m}: {c}");
             }
-            if platform == "device_automation" {
-                check_trigger(&c);
-                continue;
-            }
-            for k in ["unique_id", "device", "origin", "default_entity_id"] {
-                assert!(c.get(k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
-            }
-            assert!(c.get("object_id").is_none(), "object_id is deprecated: {c}");
-            let eid = c["default_entity_id"].as_str().unwrap();
-            assert!(eid.starts_with(&format!("{platform}.")), "{eid}");
-            assert!(
-                eid[platform.len() + 1..].chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'),
-                "{eid}"
-            );
-            assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
-            assert!(c["device"]["name"].is_string(), "{c}");
-            if let Some(t) = c.get("command_topic") {
-                assert!(t.as_str().unwrap().ends_with("/set"), "{c}");
-            }
-            if platform == "light" {
-                assert_eq!(c["schema"], "json");
-            }
-            if platform == "event" {
-                assert!(c.get("entity_category").is_none(), "events take no entity_category");
+            if let Some(g) = c.get("group") {
+                assert!(g.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)), "{c}");
             }
         }
+        "switch" => {
+            if let Some(dc) = c.get("device_class") {
+                assert!(dc == "outlet" || dc == "switch", "{c}");
+            }
+        }
+        "button" => {
+            assert!(c.get("state_topic").is_none(), "a button has no state: {c}");
+            assert!(c.get("payload_press").is_none_or(Value::is_string), "{c}");
+        }
+        _ => {}
     }
 }
 
