@@ -502,3 +502,32 @@ async fn a_flood_of_brightness_commands_is_coalesced_and_the_last_value_wins() {
     assert!(values.windows(2).all(|w| w[0] < w[1]), "in order: {values:?}");
     rig.stop().await;
 }
+
+/// The bridge's Reload button: `PRESS` on `casambi/bridge/request/reload` fetches every network's
+/// configuration and state again (through the quota guard, as REST requests the simulator logs)
+/// and publishes discovery and state again; no control message reaches any wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_fetches_every_network_again_and_publishes_everything_again() {
+    let mut rig = rig().await;
+    rig.sim.shared().log.clear();
+    let mut seen = Watcher::start(rig.broker.observer_port(), "homeassistant/#").await;
+    seen.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    rig.send("casambi/bridge/request/reload", "PRESS").await;
+    let bridge_config = "homeassistant/device/casambi2mqtt_bridge_casambi/config";
+    seen.wait_for(Duration::from_secs(10), |s| s.topic == bridge_config).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    for net in [HOME, "c0ffee00aa11bb22cc33dd44ee55ff66"] {
+        let wanted = [format!("/v1/networks/{net}"), format!("/v1/networks/{net}/state")];
+        loop {
+            let paths: Vec<String> = rig.sim.shared().log.requests().into_iter().map(|r| r.path).collect();
+            if wanted.iter().all(|w| paths.contains(w)) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{net} was not fetched again: {paths:#?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(rig.controls().is_empty(), "a reload sends nothing to a wire: {:?}", rig.controls());
+    rig.follow(Duration::from_secs(2), |r| r.contains_key(CEILING)).await;
+    rig.stop().await;
+}

@@ -170,7 +170,7 @@ async fn check_lists_each_site_with_its_networks() {
     assert!(text.contains("site owner@example.com: 2 networks\n"), "{text}");
     assert!(text.contains(&format!("  network Home ({home}), bridged with credentials demo@example.com\n")), "{text}");
     assert!(text.contains("  network Office (c0ffee00aa11bb22cc33dd44ee55ff66)\n"), "{text}");
-    assert!(text.contains("Home Assistant: 27 entities (2 of the bridge itself), 2 networks, 13 units"), "{text}");
+    assert!(text.contains("Home Assistant: 28 entities (3 of the bridge itself), 2 networks, 13 units"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -184,8 +184,8 @@ async fn check_lists_networks_units_and_entities_without_publishing() {
     assert!(text.contains("binary_sensor (occupancy)"), "{text}");
     assert!(text.contains("scene   1 Evening"), "{text}");
     assert!(!text.contains("warning:"), "the default settings draw no warning: {text}");
-    // What Home Assistant lists: the bridge's own 2 entities and the demo site's 25.
-    assert!(text.contains("Home Assistant: 27 entities (2 of the bridge itself), 2 networks, 13 units"), "{text}");
+    // What Home Assistant lists: the bridge's own 3 entities and the demo site's 25.
+    assert!(text.contains("Home Assistant: 28 entities (3 of the bridge itself), 2 networks, 13 units"), "{text}");
     let r = common::retained(broker.port()).await;
     assert!(r.is_empty(), "check publishes nothing: {r:?}");
 }

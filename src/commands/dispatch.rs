@@ -73,11 +73,21 @@ impl Rejection {
 pub trait Wires: Send + Sync + 'static {
     /// The outgoing queue of a network's supervisor, when it runs.
     fn outgoing(&self, network: &str) -> Option<mpsc::Sender<Outgoing>>;
+
+    /// Asks every network's supervisor to fetch its network again; `false` when every one
+    /// has a reload waiting already (none is asked twice).
+    fn reload(&self) -> bool {
+        true
+    }
 }
 
 impl Wires for crate::bridge::Bridge {
     fn outgoing(&self, network: &str) -> Option<mpsc::Sender<Outgoing>> {
         self.network(network).map(|h| h.outgoing)
+    }
+
+    fn reload(&self) -> bool {
+        crate::bridge::Bridge::reload(self)
     }
 }
 
@@ -163,7 +173,7 @@ fn key_of(target: &Target) -> Key {
         Target::Unit { id, .. } => Key::Unit(*id),
         Target::Group(id) => Key::Group(*id),
         Target::Scene(id) => Key::Scene(*id),
-        Target::Network => Key::Network,
+        Target::Network | Target::Reload => Key::Network,
     }
 }
 
@@ -235,6 +245,10 @@ impl CommandDispatcher {
 
     fn accept(&self, request: &Request) -> Result<(), CommandError> {
         let command = parse(&request.target, &request.payload)?;
+        if command == Command::Reload {
+            // Not a message for a wire: each supervisor fetches through the quota guard.
+            return if self.inner.wires.reload() { Ok(()) } else { Err(CommandError::ReloadWaiting) };
+        }
         let key = key_of(&request.target);
         {
             let known = lock(&self.inner.known);

@@ -244,3 +244,35 @@ async fn scene_and_network_commands_ask_for_a_refresh() {
     assert_eq!((out.build)(2), ClientMessage::ControlNetwork { wire: 2, level: 0.5 });
     let _ = out.done.send(Ok(()));
 }
+
+/// Wires whose reload answers `waiting` once asked (every network had a reload waiting).
+struct Reloads {
+    asked: Arc<AtomicUsize>,
+}
+
+impl Wires for Reloads {
+    fn outgoing(&self, _network: &str) -> Option<mpsc::Sender<Outgoing>> {
+        None
+    }
+
+    fn reload(&self) -> bool {
+        self.asked.fetch_add(1, Ordering::SeqCst) == 0
+    }
+}
+
+#[tokio::test]
+async fn a_reload_asks_the_networks_and_a_second_one_waiting_is_refused() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (dispatcher, mut rejections) = CommandDispatcher::new(Reloads { asked: asked.clone() }, config());
+    let req = || Request {
+        topic: "casambi/bridge/request/reload".into(),
+        network: String::new(),
+        target: Target::Reload,
+        payload: b"PRESS".to_vec(),
+    };
+    dispatcher.submit(req()).unwrap();
+    assert_eq!(dispatcher.submit(req()), Err(CommandError::ReloadWaiting));
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "no network list needed, no queue");
+    let r = rejections.recv().await.unwrap();
+    assert_eq!(r.reason, "a reload is already waiting for every network; this one is not needed");
+}

@@ -48,6 +48,8 @@ pub enum Target {
     Scene(u32),
     /// `<base>/<net>/set`.
     Network,
+    /// `<base>/bridge/request/reload`: fetch every network again and publish everything again.
+    Reload,
 }
 
 /// On, off or the opposite of now.
@@ -128,6 +130,8 @@ pub enum Command {
         /// Level 0..1.
         level: f64,
     },
+    /// Fetch every network again (any payload: Home Assistant's button sends `PRESS`).
+    Reload,
 }
 
 const UNIT_KEYS: &str = "state, brightness, color_temp, color, transition";
@@ -152,6 +156,7 @@ pub fn parse(target: &Target, payload: &[u8]) -> Result<Command, CommandError> {
         Target::Group(_) => level_payload(text, "group").map(Command::Group),
         Target::Scene(_) => level_payload(text, "scene").map(Command::Scene),
         Target::Network => network(text),
+        Target::Reload => Ok(Command::Reload),
     }
 }
 

@@ -312,6 +312,11 @@ impl Publisher {
         match intake::classify(&self.renderer.layout, &msg) {
             Intake::Forward(message) => match intake::resolve(&self.renderer.layout, &self.nets, &message.topic) {
                 Some((network, target)) => {
+                    if target == crate::commands::Target::Reload {
+                        // Everything is published again at once, as after Home Assistant's
+                        // birth; what the networks' new fetch changes follows as it arrives.
+                        self.birth_at = Some(Instant::now());
+                    }
                     let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
                         Ok(()) => return,
                         Err(mpsc::error::TrySendError::Full(_)) => "too many commands waiting; command dropped",

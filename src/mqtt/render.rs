@@ -9,7 +9,8 @@
 use super::caps::Caps;
 use super::devices::{Devices, Resolved};
 use super::discovery::{
-    self, Component, Device, Discovery, Name, binary_sensor, device_automation, event, light, number, sensor, switch,
+    self, Component, Device, Discovery, Name, binary_sensor, button, device_automation, event, light, number, sensor,
+    switch,
 };
 use super::group_cache::GroupCache;
 use super::mirror_devices::{friendly, override_entity, shown_as_switch};
@@ -343,7 +344,7 @@ impl Renderer {
         self.network_device(mirror).components.len() + units
     }
 
-    /// The bridge's own device: its connectivity and its version.
+    /// The bridge's own device: its connectivity, its version and its reload button.
     fn bridge_device(&self) -> Device {
         let l = &self.layout;
         let oid = instance_object_id(l);
@@ -373,6 +374,12 @@ impl Renderer {
                     format!("{oid}_version"),
                     &discovery::entity_id("sensor", &[&base_slug, "bridge", &instance, "version"]),
                     l.bridge_info(),
+                    self.bridge_availability(),
+                ),
+                button::reload(
+                    format!("{oid}_reload"),
+                    &discovery::entity_id("button", &[&base_slug, "bridge", &instance, "reload"]),
+                    l.bridge_reload(),
                     self.bridge_availability(),
                 ),
             ],

@@ -9,6 +9,7 @@
 //! changes names and topics in the payloads but not which entity they describe.
 
 pub mod binary_sensor;
+pub mod button;
 pub mod device_automation;
 pub mod event;
 pub mod light;

@@ -147,7 +147,9 @@ pub(super) fn check_schemas(mode: DiscoveryMode, entities: Vec<(String, Value)>)
         assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
         assert!(c["device"]["name"].is_string(), "{c}");
         if let Some(t) = c.get("command_topic") {
-            assert!(t.as_str().unwrap().ends_with("/set"), "{c}");
+            let t = t.as_str().unwrap();
+            assert!(t.ends_with("/set") || t == "casambi/bridge/request/reload", "{c}");
+            assert!(Layout::new("casambi").is_command(t), "the bridge takes commands on {t}");
         }
         if platform == "light" {
             assert_eq!(c["schema"], "json");
@@ -370,6 +372,24 @@ fn unique_ids_are_unique_across_the_site_and_the_same_in_both_modes() {
     assert_eq!(set.len(), device.len(), "duplicate unique ids: {device:?}");
     let component: BTreeSet<_> = ids(DiscoveryMode::Component).into_iter().collect();
     assert_eq!(set, component);
+}
+
+#[test]
+fn the_bridge_has_a_reload_button() {
+    for mode in MODES {
+        let buttons: Vec<_> = entities(mode).into_iter().filter(|(p, _)| p == "button").collect();
+        assert_eq!(buttons.len(), 1, "{mode:?}");
+        let c = &buttons[0].1;
+        assert_eq!(c["name"], "Reload");
+        assert_eq!(c["command_topic"], "casambi/bridge/request/reload");
+        assert_eq!(c["payload_press"], "PRESS");
+        assert_eq!(c["entity_category"], "config");
+        assert_eq!(c["device"]["identifiers"][0], "casambi2mqtt_bridge_casambi");
+        assert_eq!(c["availability"][0]["topic"], "casambi/bridge/state");
+    }
+    let nets = BTreeMap::new();
+    let target = crate::mqtt::command_intake::resolve(&Layout::new("casambi"), &nets, "casambi/bridge/request/reload");
+    assert_eq!(target, Some((String::new(), crate::commands::Target::Reload)));
 }
 
 #[test]
