@@ -357,6 +357,19 @@ async fn scene_group_and_network_commands_become_control_messages_and_the_state_
         json_at(r, kitchen)["state"] == "OFF" && shows(r, CEILING, "state", json!("OFF"))
     })
     .await;
+    // ON without a brightness: the members return to their last levels (both were at 51), not
+    // to full.
+    rig.command(
+        &format!("{kitchen}/set"),
+        "ON",
+        json!({"method":"controlUnits","ids":[1,2],"targetControls":{"Dimmer":{"value":0.2}}}),
+        |r| {
+            json_at(r, kitchen)["state"] == "ON"
+                && shows(r, CEILING, "brightness", json!(51))
+                && shows(r, SPOTS, "brightness", json!(51))
+        },
+    )
+    .await;
 
     // Network dim level.
     rig.command("casambi/home/set", r#"{"dim_level":0.5}"#, json!({"method":"controlNetwork","level":0.5}), |r| {
