@@ -205,8 +205,9 @@ fn object_id_of(network_id: &str, address: Option<&str>, id: u32) -> String {
 }
 
 /// What a unit's discovery config reads of the unit and its fixture: [`Renderer::unit_discovery`]
-/// reads them through this alone. The rest it reads (the layout, the slugs, the network's id)
-/// changes only with a new rendering of the whole network. So two equal inputs render the same
+/// reads them through this alone. The rest it reads (the layout, the slugs, the network's id,
+/// the `devices:` settings matched with the slugs) changes only with a new rendering of the
+/// whole network. So two equal inputs render the same
 /// config, and [`super::plan::unit_ops`] compares them to know whether the config must be
 /// rendered again: a field the config comes to read is added here, and compared with the rest.
 #[derive(Debug, Clone, PartialEq)]
