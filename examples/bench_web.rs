@@ -49,7 +49,7 @@ fn view() -> NetworkView {
     }
     for s in 0..20u32 {
         let units = (1..=UNITS).filter(|u| u % 20 == s).collect();
-        view.scenes.insert(s + 1, SceneInfo { id: s + 1, name: format!("Scene {}", s + 1), units });
+        view.scenes.insert(s + 1, SceneInfo { id: s + 1, name: format!("Scene {}", s + 1), units, hidden: false });
     }
     view
 }

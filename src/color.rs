@@ -1,7 +1,13 @@
 //! Colour conversions shared by the whole project: the published state (the cloud reports colour
-//! as CIE xy, as hue/saturation or as an `rgb(r, g, b)` string; Home Assistant wants xy), the
-//! commands (Home Assistant sends xy; the cloud takes `RGB {hue, sat}`), and the simulator's
-//! luminaires. One convention everywhere (docs/mqtt.md): sRGB primaries, D65 white, the sRGB transfer
+//! as CIE xy, as hue/saturation or as an `rgb(r, g, b)` string; the bridge publishes both hs and
+//! xy), the commands (Home Assistant sends hs, which the cloud's `RGB {hue, sat}` takes scaled
+//! ([`hs_to_hue_sat`]); xy and rgb from other clients are converted), and the simulator's
+//! luminaires.
+//!
+//! Home Assistant's colour lights use its `hs` colour mode: hue and saturation are what the cloud
+//! takes and reports, so a colour picked in HA goes out and comes back with no colour-space
+//! conversion on the way. (In `xy` mode HA converts its picker's hs to xy with its own gamut and
+//! matrix and the bridge converted back through sRGB: the two did not agree, so the picker jumped.) One convention everywhere (docs/mqtt.md): sRGB primaries, D65 white, the sRGB transfer
 //! curve (IEC 61966-2-1). Functions return unrounded values unless they say otherwise; callers
 //! round for presentation.
 //!
@@ -94,6 +100,22 @@ pub fn rgb8_to_hue_sat(r: u8, g: u8, b: u8) -> (f64, f64) {
 pub fn hue_sat_to_xy(hue: f64, sat: f64) -> (f64, f64) {
     let (r, g, b) = hsv_to_rgb(hue, sat);
     rgb_to_xy(r, g, b)
+}
+
+/// Home Assistant's hs (hue in degrees 0..360, saturation in percent 0..100) → the cloud's hue and
+/// saturation (0..1; 360° is 0°). A scale, nothing more: both speak HSV. Six decimals, so that
+/// a whole degree comes back whole from [`hue_sat_to_hs`].
+pub fn hs_to_hue_sat(h: f64, s: f64) -> (f64, f64) {
+    let six = |v: f64| (v * 1e6).round() / 1e6;
+    let hue = six((h / 360.0).rem_euclid(1.0));
+    (if hue >= 1.0 { 0.0 } else { hue }, six((s / 100.0).clamp(0.0, 1.0)))
+}
+
+/// The cloud's hue and saturation (0..1) → Home Assistant's hs (degrees and percent, one decimal):
+/// the inverse of [`hs_to_hue_sat`].
+pub fn hue_sat_to_hs(hue: f64, sat: f64) -> (f64, f64) {
+    let one = |v: f64| (v * 10.0).round() / 10.0;
+    (one(hue.rem_euclid(1.0) * 360.0) % 360.0, one(sat.clamp(0.0, 1.0) * 100.0))
 }
 
 /// Parses `rgb(r, g, b)` (spaces optional).
@@ -213,6 +235,37 @@ mod tests {
         assert!(exact_max < 0.0002, "exact inverse: {exact_max}");
         assert!(sim_max < 0.0015, "through 8-bit rendering: {sim_max}");
         assert!(mean < 0.0005, "mean through 8-bit rendering: {mean}");
+    }
+
+    /// A colour picked in Home Assistant's hs mode reads back within 1° of hue and 1 % of
+    /// saturation, over the whole wheel: exactly through a cloud that keeps hue/sat, and within
+    /// the limits through the simulator's 8-bit rendering wherever the hue is defined to a
+    /// degree by 8 bits (saturation from 25 %; below, one 8-bit step is more than 1° of hue).
+    #[test]
+    fn hs_round_trips_over_the_whole_wheel() {
+        let (mut hue_max, mut sat_max) = (0f64, 0f64);
+        for h10 in 0..3600 {
+            let h = f64::from(h10) / 10.0;
+            for s in 0..=100 {
+                let s = f64::from(s);
+                let (hue, sat) = hs_to_hue_sat(h, s);
+                let (bh, bs) = hue_sat_to_hs(hue, sat);
+                let dh = (bh - h).abs().min(360.0 - (bh - h).abs());
+                assert!(dh < 1e-9 && (bs - s).abs() < 1e-9, "[{h}, {s}] came back as [{bh}, {bs}]");
+                let (r, g, b) = hsv_to_rgb8(hue, sat);
+                let (lh, ls) = rgb8_to_hue_sat(r, g, b);
+                let (lh, ls) = hue_sat_to_hs(lh, ls);
+                sat_max = sat_max.max((ls - s).abs());
+                if s >= 25.0 {
+                    hue_max = hue_max.max((lh - h).abs().min(360.0 - (lh - h).abs()));
+                }
+            }
+        }
+        assert!(hue_max <= 1.0, "hue through 8 bits: {hue_max}°");
+        assert!(sat_max <= 1.0, "saturation through 8 bits: {sat_max} %");
+        assert_eq!(hs_to_hue_sat(240.0, 100.0), (0.666667, 1.0));
+        assert_eq!(hs_to_hue_sat(360.0, 50.0), (0.0, 0.5));
+        assert_eq!(hue_sat_to_hs(0.6667, 1.0), (240.0, 100.0), "the cloud's 4 decimals read whole");
     }
 
     #[test]

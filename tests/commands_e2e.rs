@@ -276,13 +276,27 @@ async fn unit_commands_become_control_messages_and_the_retained_state_follows() 
                 let lamp = json_at(r, LAMP);
                 shows(r, LAMP, "state", json!("ON"))
                     && shows(r, LAMP, "brightness", json!(255))
-                    && shows(r, LAMP, "color_mode", json!("xy"))
+                    && shows(r, LAMP, "color_mode", json!("hs"))
                     && lamp["color"]["x"].as_f64().is_some_and(|x| (x - 0.64).abs() <= 0.001)
             },
         )
         .await;
     let color = &json_at(&r, LAMP)["color"];
     assert!((color["y"].as_f64().unwrap() - 0.33).abs() <= 0.001, "{color}");
+
+    // Colour as Home Assistant's hs mode sends it: hue/sat only scaled, and the same hs back
+    // within 1° and 1 % (in xy mode a blue picked at [240, 100] read back as [241.2, 79.2]).
+    for (h, s, hue, sat) in [(240.0, 100.0, 0.666667, 1.0), (0.0, 100.0, 0.0, 1.0), (30.0, 60.0, 0.083333, 0.6)] {
+        let sent = json!({"color": {"h": h, "s": s}}).to_string();
+        let want = json!({"method":"controlUnit","id":3,"targetControls":{
+            "Colorsource":{"source":"RGB"},"RGB":{"hue":hue,"sat":sat}}});
+        let near = |v: &Value, target: f64| v.as_f64().is_some_and(|v| (v - target).abs() <= 1.0);
+        rig.command(&format!("{LAMP}/set"), &sent, want, |r| {
+            let color = &json_at(r, LAMP)["color"];
+            near(&color["h"], h) && near(&color["s"], s)
+        })
+        .await;
+    }
 
     // On/off-only unit: OnOff, both ways.
     rig.command(
@@ -344,6 +358,19 @@ async fn scene_group_and_network_commands_become_control_messages_and_the_state_
     rig.command(&format!("{kitchen}/set"), "OFF", json!({"method":"controlGroup","id":1,"level":0.0}), |r| {
         json_at(r, kitchen)["state"] == "OFF" && shows(r, CEILING, "state", json!("OFF"))
     })
+    .await;
+    // ON without a brightness: the members return to their last levels (both were at 51), not
+    // to full.
+    rig.command(
+        &format!("{kitchen}/set"),
+        "ON",
+        json!({"method":"controlUnits","ids":[1,2],"targetControls":{"Dimmer":{"value":0.2}}}),
+        |r| {
+            json_at(r, kitchen)["state"] == "ON"
+                && shows(r, CEILING, "brightness", json!(51))
+                && shows(r, SPOTS, "brightness", json!(51))
+        },
+    )
     .await;
 
     // Network dim level.
@@ -488,5 +515,34 @@ async fn a_flood_of_brightness_commands_is_coalesced_and_the_last_value_wins() {
     assert_eq!(values.first(), Some(&0.0039), "the first goes out at once: {values:?}");
     assert_eq!(values.last(), Some(&0.3922), "the last sent (100) wins: {values:?}");
     assert!(values.windows(2).all(|w| w[0] < w[1]), "in order: {values:?}");
+    rig.stop().await;
+}
+
+/// The bridge's Reload button: `PRESS` on `casambi/bridge/request/reload` fetches every network's
+/// configuration and state again (through the quota guard, as REST requests the simulator logs)
+/// and publishes discovery and state again; no control message reaches any wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_fetches_every_network_again_and_publishes_everything_again() {
+    let mut rig = rig().await;
+    rig.sim.shared().log.clear();
+    let mut seen = Watcher::start(rig.broker.observer_port(), "homeassistant/#").await;
+    seen.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    rig.send("casambi/bridge/request/reload", "PRESS").await;
+    let bridge_config = "homeassistant/device/casambi2mqtt_bridge_casambi/config";
+    seen.wait_for(Duration::from_secs(10), |s| s.topic == bridge_config).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    for net in [HOME, "c0ffee00aa11bb22cc33dd44ee55ff66"] {
+        let wanted = [format!("/v1/networks/{net}"), format!("/v1/networks/{net}/state")];
+        loop {
+            let paths: Vec<String> = rig.sim.shared().log.requests().into_iter().map(|r| r.path).collect();
+            if wanted.iter().all(|w| paths.contains(w)) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{net} was not fetched again: {paths:#?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(rig.controls().is_empty(), "a reload sends nothing to a wire: {:?}", rig.controls());
+    rig.follow(Duration::from_secs(2), |r| r.contains_key(CEILING)).await;
     rig.stop().await;
 }

@@ -47,7 +47,8 @@ fn unknown_keys_are_named_with_the_valid_ones() {
     );
     assert_eq!(
         with("mqt:\n  url: x\n"),
-        "unknown key mqt; valid keys: cloud, networks, sites, mqtt, homeassistant, output, http, log, datapoints"
+        "unknown key mqt; valid keys: cloud, networks, sites, mqtt, homeassistant, output, http, log, datapoints, \
+         devices"
     );
     assert_eq!(
         problem(&format!("{CLOUD}networks:\n  - email: a@b\n    password: p\n    passwd: q\n"), &[]),
@@ -257,7 +258,7 @@ fn env_problems_name_the_variable_and_the_key() {
     assert_eq!(
         problem(&base, &[("CASAMBI2MQTT_MQQT__URL", "x")]),
         "unknown key mqqt (from CASAMBI2MQTT_MQQT__URL); valid keys: cloud, networks, sites, mqtt, homeassistant, \
-         output, http, log, datapoints"
+         output, http, log, datapoints, devices"
     );
     assert_eq!(
         problem(&base, &[("CASAMBI2MQTT_CLOUD__API_KEY_FILE", "/x/y")]),
@@ -283,7 +284,8 @@ fn every_problem_is_reported_at_once() {
     assert_eq!(
         problems(yaml, &[("CASAMBI2MQTT_LOG__LEVEL", "shout")]),
         [
-            "unknown key foo; valid keys: cloud, networks, sites, mqtt, homeassistant, output, http, log, datapoints",
+            "unknown key foo; valid keys: cloud, networks, sites, mqtt, homeassistant, output, http, log, datapoints, \
+             devices",
             "mqtt.qos: expected an integer 0..2, got \"high\"",
             "cloud.poll_interval: must be more than 0s",
             "cloud.max_requests_per_minute: must be at least 1, got 0",
@@ -321,7 +323,7 @@ fn file_and_yaml_errors_are_clear() {
     assert_eq!(
         e,
         "configuration: invalid YAML: the top level must be a mapping of sections (cloud, networks, sites, \
-         mqtt, homeassistant, output, http, log, datapoints)"
+         mqtt, homeassistant, output, http, log, datapoints, devices)"
     );
     assert_eq!(ConfigError::EXIT_CODE, 2);
 }

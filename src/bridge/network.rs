@@ -102,6 +102,8 @@ pub struct Supervisor {
     pub updates: mpsc::Sender<Update>,
     /// Messages to send on the wire.
     pub outgoing: mpsc::Receiver<Outgoing>,
+    /// Requests to fetch the network again ([`super::Bridge::reload`]).
+    pub reload: mpsc::Receiver<()>,
     /// Timing.
     pub timing: Timing,
     /// Retry schedule for REST failures.
@@ -193,6 +195,7 @@ impl Supervisor {
         resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let far = Duration::from_secs(365 * 24 * 3600);
         let mut commands_open = true;
+        let mut reloads_open = true;
         loop {
             let refresh_at = net.scene_refresh.map_or(Instant::now() + far, |(at, _)| at);
             let reopen_at = net.reopen_at.unwrap_or(Instant::now() + far);
@@ -216,6 +219,18 @@ impl Supervisor {
                         schedule_refresh(&mut net, self.timing.scene_refresh_delay);
                     }
                     let _ = out.done.send(result);
+                }
+                reload = self.reload.recv(), if reloads_open => {
+                    if reload.is_none() {
+                        reloads_open = false;
+                        continue;
+                    }
+                    // The configuration too: a reload is asked for when names or members seem
+                    // out of date. The fetch waits for quota slots like every other.
+                    tracing::info!(network = %self.id, "reloading");
+                    if let Err(e) = self.snapshot(&mut net, true).await {
+                        self.report_rest_failure(&mut net, &e).await;
+                    }
                 }
                 _ = poll.tick(), if !net.wire_live => match self.poll(&mut net, &mut wire_rx).await {
                     Polled::Done => {}

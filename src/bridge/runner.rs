@@ -99,6 +99,8 @@ pub struct NetworkHandle {
     pub name: String,
     /// Messages for the network's wire.
     pub outgoing: mpsc::Sender<Outgoing>,
+    /// Asks the supervisor to fetch the network again (one request waits at most; more coalesce).
+    pub reload: mpsc::Sender<()>,
     /// The credentials entry that bridges it (`credentials <email>` or `site credentials
     /// <email>`; no secret).
     pub via: String,
@@ -226,6 +228,17 @@ impl Bridge {
         self.networks.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect()
     }
 
+    /// Asks every network's supervisor to fetch its configuration and state again (a `Reload`
+    /// from Home Assistant's button), each through the quota guard like any fetch. A network
+    /// with a reload still waiting is not asked twice. `false` when every network had one
+    /// waiting (or there is none yet).
+    pub fn reload(&self) -> bool {
+        let networks = self.networks.lock().unwrap_or_else(|p| p.into_inner());
+        let asked = networks.values().filter(|h| h.reload.try_send(()).is_ok()).count();
+        tracing::info!(networks = networks.len(), asked, "reload requested");
+        asked > 0
+    }
+
     /// The handle of one network.
     pub fn network(&self, id: &str) -> Option<NetworkHandle> {
         self.networks.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
@@ -333,6 +346,7 @@ impl CredentialTask {
         }
         for network in opened.networks {
             let (outgoing_tx, outgoing_rx) = mpsc::channel(OUTGOING_QUEUE);
+            let (reload_tx, reload_rx) = mpsc::channel(1);
             {
                 let mut networks = self.networks.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(bridged) = networks.get(&network.id) {
@@ -348,6 +362,7 @@ impl CredentialTask {
                     id: network.id.clone(),
                     name: network.name,
                     outgoing: outgoing_tx,
+                    reload: reload_tx,
                     via: label.clone(),
                     sessions: self.source.clone(),
                 };
@@ -361,6 +376,7 @@ impl CredentialTask {
                 fixtures: self.fixtures.clone(),
                 updates: self.updates.clone(),
                 outgoing: outgoing_rx,
+                reload: reload_rx,
                 timing: self.timing.clone(),
                 backoff: BackoffPolicy::default(),
                 gate: self.gate.clone(),

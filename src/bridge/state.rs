@@ -45,6 +45,9 @@ pub struct SceneInfo {
     pub name: String,
     /// Member unit ids.
     pub units: Vec<u32>,
+    /// Hidden in the app: Home Assistant gets its switch disabled until a user enables it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 /// A group as the bridge needs it.
@@ -194,7 +197,7 @@ impl NetworkView {
         let scenes: BTreeMap<u32, SceneInfo> = config
             .scenes
             .values()
-            .map(|s| (s.id, SceneInfo { id: s.id, name: s.name.clone(), units: s.unit_ids() }))
+            .map(|s| (s.id, SceneInfo { id: s.id, name: s.name.clone(), units: s.unit_ids(), hidden: s.hidden }))
             .collect();
         let groups: BTreeMap<u32, GroupInfo> = config
             .groups

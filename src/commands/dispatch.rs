@@ -73,11 +73,21 @@ impl Rejection {
 pub trait Wires: Send + Sync + 'static {
     /// The outgoing queue of a network's supervisor, when it runs.
     fn outgoing(&self, network: &str) -> Option<mpsc::Sender<Outgoing>>;
+
+    /// Asks every network's supervisor to fetch its network again; `false` when every one
+    /// has a reload waiting already (none is asked twice).
+    fn reload(&self) -> bool {
+        true
+    }
 }
 
 impl Wires for crate::bridge::Bridge {
     fn outgoing(&self, network: &str) -> Option<mpsc::Sender<Outgoing>> {
         self.network(network).map(|h| h.outgoing)
+    }
+
+    fn reload(&self) -> bool {
+        crate::bridge::Bridge::reload(self)
     }
 }
 
@@ -163,7 +173,7 @@ fn key_of(target: &Target) -> Key {
         Target::Unit { id, .. } => Key::Unit(*id),
         Target::Group(id) => Key::Group(*id),
         Target::Scene(id) => Key::Scene(*id),
-        Target::Network => Key::Network,
+        Target::Network | Target::Reload => Key::Network,
     }
 }
 
@@ -235,6 +245,10 @@ impl CommandDispatcher {
 
     fn accept(&self, request: &Request) -> Result<(), CommandError> {
         let command = parse(&request.target, &request.payload)?;
+        if command == Command::Reload {
+            // Not a message for a wire: each supervisor fetches through the quota guard.
+            return if self.inner.wires.reload() { Ok(()) } else { Err(CommandError::ReloadWaiting) };
+        }
         let key = key_of(&request.target);
         {
             let known = lock(&self.inner.known);
@@ -348,7 +362,9 @@ async fn worker(inner: Arc<Inner>, key: QueueKey) {
     }
 }
 
-/// Builds the message from what is known now and hands it to the network's supervisor.
+/// Builds the messages from what is known now and hands them to the network's supervisor, each
+/// once the one before went out. A failure part-way retries them all: every message sets levels,
+/// so sending one again changes nothing.
 async fn attempt(inner: &Inner, key: &QueueKey, item: &Queued) -> Result<(), Failure> {
     let plan = {
         let known = lock(&inner.known);
@@ -357,13 +373,31 @@ async fn attempt(inner: &Inner, key: &QueueKey, item: &Queued) -> Result<(), Fai
     };
     let outgoing =
         inner.wires.outgoing(&key.0).ok_or_else(|| Failure::WireDown("the network is not connected yet".into()))?;
+    for message in std::iter::once(plan.message).chain(plan.then) {
+        hand_over(inner, item, &outgoing, message, plan.refresh_after).await?;
+    }
+    if let Some(on) = plan.expect_on
+        && let Some(net) = lock(&inner.known).network_mut(&key.0)
+    {
+        net.expect(key.1, on);
+    }
+    Ok(())
+}
+
+/// Hands one message to the supervisor and waits for it to go out (within the retry budget).
+async fn hand_over(
+    inner: &Inner,
+    item: &Queued,
+    outgoing: &mpsc::Sender<Outgoing>,
+    message: ClientMessage,
+    refresh_after: bool,
+) -> Result<(), Failure> {
     let (done, mut answer) = oneshot::channel();
     // The supervisor builds the message when it gets to it. If it does not answer within the
     // retry budget (a network still starting up), the command is given up, and the build turns
     // into a harmless ping so a stale command is never applied late.
     let state = Arc::new(AtomicU8::new(PENDING));
     let build_state = state.clone();
-    let message = plan.message;
     let build = move |wire: u32| {
         if build_state.compare_exchange(PENDING, BUILT, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             with_wire(message, wire)
@@ -371,7 +405,7 @@ async fn attempt(inner: &Inner, key: &QueueKey, item: &Queued) -> Result<(), Fai
             ClientMessage::Ping { wire }
         }
     };
-    let out = Outgoing { build: Box::new(build), refresh_after: plan.refresh_after, done };
+    let out = Outgoing { build: Box::new(build), refresh_after, done };
     let stopped = || Failure::WireDown("the network's supervisor stopped".into());
     outgoing.send(out).await.map_err(|_| stopped())?;
     let budget = inner.config.wire_retry.saturating_sub(item.arrived.elapsed()).max(inner.config.retry_interval);
@@ -384,14 +418,7 @@ async fn attempt(inner: &Inner, key: &QueueKey, item: &Queued) -> Result<(), Fai
         Err(_) => answer.await,
     };
     match answer {
-        Ok(Ok(())) => {
-            if let Some(on) = plan.expect_on
-                && let Some(net) = lock(&inner.known).network_mut(&key.0)
-            {
-                net.expect(key.1, on);
-            }
-            Ok(())
-        }
+        Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(Failure::WireDown(e.to_string())),
         Err(_) => Err(stopped()),
     }

@@ -4,7 +4,7 @@ use super::*;
 use crate::bridge::state::NetworkView;
 use crate::cloud::channel::ChannelError;
 use crate::cloud::model::UnitState;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::sync::atomic::AtomicUsize;
 
 const NET: &str = "n1";
@@ -243,4 +243,62 @@ async fn scene_and_network_commands_ask_for_a_refresh() {
     assert!(out.refresh_after);
     assert_eq!((out.build)(2), ClientMessage::ControlNetwork { wire: 2, level: 0.5 });
     let _ = out.done.send(Ok(()));
+}
+
+/// Wires whose reload answers `waiting` once asked (every network had a reload waiting).
+struct Reloads {
+    asked: Arc<AtomicUsize>,
+}
+
+impl Wires for Reloads {
+    fn outgoing(&self, _network: &str) -> Option<mpsc::Sender<Outgoing>> {
+        None
+    }
+
+    fn reload(&self) -> bool {
+        self.asked.fetch_add(1, Ordering::SeqCst) == 0
+    }
+}
+
+#[tokio::test]
+async fn a_reload_asks_the_networks_and_a_second_one_waiting_is_refused() {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (dispatcher, mut rejections) = CommandDispatcher::new(Reloads { asked: asked.clone() }, config());
+    let req = || Request {
+        topic: "casambi/bridge/request/reload".into(),
+        network: String::new(),
+        target: Target::Reload,
+        payload: b"PRESS".to_vec(),
+    };
+    dispatcher.submit(req()).unwrap();
+    assert_eq!(dispatcher.submit(req()), Err(CommandError::ReloadWaiting));
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "no network list needed, no queue");
+    let r = rejections.recv().await.unwrap();
+    assert_eq!(r.reason, "a reload is already waiting for every network; this one is not needed");
+}
+
+/// A group switched on without a brightness: each of its messages goes out, in order, the second
+/// after the first was sent.
+#[tokio::test]
+async fn every_message_of_a_group_on_goes_out_in_order() {
+    let f = fake(config(), always_ok());
+    let mut view = NetworkView::new(NET);
+    view.status.name = "Home".into();
+    for u in [
+        r#"{"id":1,"name":"Kitchen","type":"Luminaire","on":true,"controls":[{"type":"Dimmer","value":0.8}]}"#,
+        r#"{"id":2,"name":"Plug","type":"Luminaire","on":false,"controls":[{"type":"OnOff","value":0}]}"#,
+    ] {
+        let unit: UnitState = serde_json::from_str(u).unwrap();
+        view.units.insert(unit.id, Arc::new(unit));
+    }
+    let group = crate::bridge::state::GroupInfo { id: 5, name: "Room".into(), units: vec![1, 2] };
+    view.groups.insert(5, group);
+    f.dispatcher.observe(&Update::Network { view: Arc::new(view), topology: Default::default() });
+    let req = Request { topic: "casambi/home/group/room/set".into(), target: Target::Group(5), ..request("ON") };
+    f.dispatcher.submit(req).unwrap();
+    settle().await;
+    let sent = lock(&f.sent).clone();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!((&sent[0]["ids"], &sent[0]["targetControls"]["Dimmer"]["value"]), (&json!([1]), &json!(0.8)));
+    assert_eq!((&sent[1]["ids"], &sent[1]["targetControls"]["OnOff"]["value"]), (&json!([2]), &json!(1.0)));
 }

@@ -119,6 +119,9 @@ pub enum CommandError {
     /// Too many commands are waiting for one target.
     #[error("too many commands queued for this target; command dropped")]
     QueueFull,
+    /// A reload was asked for while every network still has one waiting.
+    #[error("a reload is already waiting for every network; this one is not needed")]
+    ReloadWaiting,
 }
 
 /// A payload or key shortened for a message (at most 40 characters, never splitting a char).

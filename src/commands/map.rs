@@ -8,8 +8,8 @@
 //! | unit `OFF` | `Dimmer {value: 0}`; on/off-only units `OnOff {value: 0}`; other fields of the command are ignored |
 //! | unit `TOGGLE` | `ON` or `OFF`, from the current state |
 //! | unit `color_temp` K | `ColorTemperature {value: K}` + `Colorsource {source: "TW"}`, K clamped to the unit's CCT min..max |
-//! | unit `color` xy or rgb | `RGB {hue, sat}` + `Colorsource {source: "RGB"}` (see [`crate::color`]) |
-//! | group | `controlGroup` `level` = b/255, `ON` = 1, `OFF` = 0 |
+//! | unit `color` hs, xy or rgb | `RGB {hue, sat}` + `Colorsource {source: "RGB"}` (hs only scaled; see [`crate::color`]) |
+//! | group | `controlGroup` `level` = b/255, `OFF` = 0; `ON` without brightness: `controlUnits` per last level of its member lights (`OnOff {value: 1}` for on/off-only ones) |
 //! | scene | `controlScene` `level` = b/255, `ON` = 1, `OFF` = 0; `/state` is refreshed after it |
 //! | network | `controlNetwork` `level`; `/state` is refreshed after it |
 //!
@@ -24,7 +24,8 @@ use super::error::CommandError;
 use super::known::{Key, NetworkInfo, UnitInfo};
 use super::parse::{ColorCommand, Command, LevelCommand, LightCommand, Switch};
 use crate::cloud::model::{ClientMessage, RgbTarget, SourceTarget, TargetControls, ValueTarget};
-use crate::color::{rgb8_to_hue_sat, xy_to_hue_sat};
+use crate::color::{hs_to_hue_sat, rgb8_to_hue_sat, xy_to_hue_sat};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// What to send for a command.
@@ -32,6 +33,9 @@ use std::time::Duration;
 pub struct Plan {
     /// The message, with wire 0 (the real wire number is put in by [`with_wire`] when it is sent).
     pub message: ClientMessage,
+    /// Messages sent after it, in order, each once the one before went out (a group switched on
+    /// without a brightness: one message per level its members return to).
+    pub then: Vec<ClientMessage>,
     /// Refresh `/state` afterwards (scene and network commands: `activeScenes` only comes over REST).
     pub refresh_after: bool,
     /// On/off the target should be in once the message is applied (remembered for `TOGGLE`).
@@ -117,12 +121,19 @@ pub fn plan(command: &Command, key: Key, net: &NetworkInfo, memory: Duration) ->
             let u = unit(net, id)?;
             let (controls, expect_on) = unit_controls(c, &u, net.is_on(key, memory))?;
             let message = ClientMessage::ControlUnit { wire: 0, id, target_controls: controls };
-            Ok(Plan { message, refresh_after: false, expect_on })
+            Ok(Plan { message, then: Vec::new(), refresh_after: false, expect_on })
         }
         (Command::Group(c), Key::Group(id)) => {
             let level = level(c, net.is_on(key, memory));
+            if level > 0.0
+                && c.brightness.is_none()
+                && let Some((message, then)) = restore_levels(net, id)
+            {
+                return Ok(Plan { message, then, refresh_after: false, expect_on: Some(true) });
+            }
             Ok(Plan {
                 message: ClientMessage::ControlGroup { wire: 0, id, level },
+                then: Vec::new(),
                 refresh_after: false,
                 expect_on: Some(level > 0.0),
             })
@@ -131,12 +142,14 @@ pub fn plan(command: &Command, key: Key, net: &NetworkInfo, memory: Duration) ->
             let level = level(c, net.is_on(key, memory));
             Ok(Plan {
                 message: ClientMessage::ControlScene { wire: 0, id, level },
+                then: Vec::new(),
                 refresh_after: true,
                 expect_on: Some(level > 0.0),
             })
         }
         (Command::Network { level }, Key::Network) => Ok(Plan {
             message: ClientMessage::ControlNetwork { wire: 0, level: level4(*level) },
+            then: Vec::new(),
             refresh_after: true,
             expect_on: None,
         }),
@@ -144,6 +157,38 @@ pub fn plan(command: &Command, key: Key, net: &NetworkInfo, memory: Duration) ->
         // upstream, refused rather than sent somewhere unintended.
         _ => Err(CommandError::Nothing),
     }
+}
+
+/// The messages that switch group `id` on with each member light back at its own last level,
+/// as `ON` does for a unit: a `controlUnits` per level the members return to (members that were
+/// at the same level share one), and one with `OnOff` for the on/off-only members. `None` when
+/// the group has no member light the bridge knows (the group level then does it).
+fn restore_levels(net: &NetworkInfo, id: u32) -> Option<(ClientMessage, Vec<ClientMessage>)> {
+    let mut by_level: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut on_off = Vec::new();
+    for uid in net.groups.get(&id)? {
+        let Some(u) = net.unit(*uid).filter(|u| u.caps.is_light()) else { continue };
+        if on_off_only(&u) {
+            on_off.push(*uid);
+        } else {
+            // In 1/10,000 steps, the precision every level is sent with.
+            by_level.entry((level4(u.last_level) * 10_000.0).round() as u32).or_default().push(*uid);
+        }
+    }
+    let units = |ids: Vec<u32>, t: TargetControls| ClientMessage::ControlUnits { wire: 0, ids, target_controls: t };
+    let dimmed = by_level.into_iter().map(|(level, ids)| {
+        let dimmer = Some(ValueTarget { value: f64::from(level) / 10_000.0 });
+        units(ids, TargetControls { dimmer, ..TargetControls::default() })
+    });
+    let mut all: Vec<ClientMessage> = dimmed.collect();
+    if !on_off.is_empty() {
+        all.push(units(
+            on_off,
+            TargetControls { on_off: Some(ValueTarget { value: 1.0 }), ..TargetControls::default() },
+        ));
+    }
+    let mut all = all.into_iter();
+    all.next().map(|first| (first, all.collect()))
 }
 
 /// The level of a group or scene command.
@@ -201,6 +246,7 @@ fn unit_controls(c: &LightCommand, u: &UnitInfo, is_on: bool) -> Result<(TargetC
     }
     if let Some(color) = c.color {
         let (hue, sat) = match color {
+            ColorCommand::Hs { h, s } => hs_to_hue_sat(h, s),
             ColorCommand::Xy { x, y } => xy_to_hue_sat(x, y),
             ColorCommand::Rgb { r, g, b } => rgb8_to_hue_sat(r, g, b),
         };

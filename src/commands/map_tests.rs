@@ -26,8 +26,10 @@ fn network() -> NetworkInfo {
     }
     view.groups.insert(1, GroupInfo { id: 1, name: "Kitchen".into(), units: vec![1, 2] });
     view.groups.insert(2, GroupInfo { id: 2, name: "Living".into(), units: vec![3] });
-    view.scenes.insert(1, SceneInfo { id: 1, name: "Evening".into(), units: vec![1] });
-    view.scenes.insert(2, SceneInfo { id: 2, name: "Cooking".into(), units: vec![1] });
+    view.groups.insert(3, GroupInfo { id: 3, name: "Mixed".into(), units: vec![1, 8, 4, 2, 9, 77] });
+    view.groups.insert(4, GroupInfo { id: 4, name: "Sensors".into(), units: vec![4] });
+    view.scenes.insert(1, SceneInfo { id: 1, name: "Evening".into(), units: vec![1], hidden: false });
+    view.scenes.insert(2, SceneInfo { id: 2, name: "Cooking".into(), units: vec![1], hidden: false });
     view.status.active_scenes.insert(2);
     let mut known = Known::default();
     known.observe_view(&view);
@@ -137,6 +139,16 @@ fn colour_becomes_hue_and_saturation() {
         unit_msg(3, r#"{"Colorsource":{"source":"RGB"},"RGB":{"hue":0.0696,"sat":0.7415}}"#)
     );
     assert_eq!(reason(&net, Key::Unit(2), r#"{"color":{"x":0.3,"y":0.3}}"#), "unit Spots has no colour control");
+    // Home Assistant's hs mode: only scaled, whatever the colour space.
+    assert_eq!(
+        json(&net, k, r#"{"state":"ON","color":{"h":240,"s":100}}"#),
+        unit_msg(3, r#"{"Dimmer":{"value":1.0},"Colorsource":{"source":"RGB"},"RGB":{"hue":0.666667,"sat":1.0}}"#)
+    );
+    assert_eq!(
+        json(&net, k, r#"{"color":{"h":30.5,"s":42}}"#),
+        unit_msg(3, r#"{"Colorsource":{"source":"RGB"},"RGB":{"hue":0.084722,"sat":0.42}}"#)
+    );
+    assert_eq!(reason(&net, Key::Unit(2), r#"{"color":{"h":0,"s":100}}"#), "unit Spots has no colour control");
 }
 
 #[test]
@@ -152,12 +164,11 @@ fn non_lights_and_unknown_targets_are_refused() {
 fn groups_scenes_and_network_levels() {
     let net = network();
     let group = |payload| json(&net, Key::Group(1), payload);
-    assert_eq!(group("ON"), r#"{"method":"controlGroup","wire":3,"id":1,"level":1.0}"#);
     assert_eq!(group(r#"{"state":"ON","brightness":51}"#), r#"{"method":"controlGroup","wire":3,"id":1,"level":0.2}"#);
     assert_eq!(group("OFF"), r#"{"method":"controlGroup","wire":3,"id":1,"level":0.0}"#);
     // A member is on, so the group is on: TOGGLE turns it off. Group 2's only member is off.
     assert_eq!(group("TOGGLE"), r#"{"method":"controlGroup","wire":3,"id":1,"level":0.0}"#);
-    assert_eq!(json(&net, Key::Group(2), "TOGGLE"), r#"{"method":"controlGroup","wire":3,"id":2,"level":1.0}"#);
+    assert_eq!(group("TOGGLE"), r#"{"method":"controlGroup","wire":3,"id":1,"level":0.0}"#);
 
     let p = planned(&net, Key::Scene(1), "ON").unwrap();
     assert!(p.refresh_after, "scene commands refresh activeScenes");
@@ -203,4 +214,48 @@ fn commands_to_a_network_whose_gateway_is_offline_are_refused() {
     for (key, payload) in [(Key::Unit(1), "ON"), (Key::Group(1), "ON"), (Key::Scene(1), "ON"), (Key::Network, "0.5")] {
         assert_eq!(reason(&net, key, payload), refused, "{key:?}");
     }
+}
+
+/// Every message of a plan as sent on wire 3.
+fn all_json(net: &NetworkInfo, key: Key, payload: &str) -> Vec<String> {
+    let p = planned(net, key, payload).unwrap_or_else(|e| panic!("{payload}: {e}"));
+    std::iter::once(p.message).chain(p.then).map(|m| with_wire(m, 3).to_json().unwrap()).collect()
+}
+
+/// A group switched on without a brightness returns each member light to its own last level, as
+/// `ON` does for a unit (docs/commands.md): a `controlUnits` per level, `OnOff` for on/off-only
+/// members; sensors and units the network does not know are left out.
+#[test]
+fn a_group_on_without_brightness_returns_its_members_to_their_levels() {
+    let net = network();
+    assert_eq!(
+        all_json(&net, Key::Group(1), "ON"),
+        [
+            r#"{"method":"controlUnits","wire":3,"ids":[2],"targetControls":{"Dimmer":{"value":0.5}}}"#,
+            r#"{"method":"controlUnits","wire":3,"ids":[1],"targetControls":{"Dimmer":{"value":0.8}}}"#,
+        ]
+    );
+    // The Garage (offline, never seen on) returns to full, as a unit would.
+    assert_eq!(
+        all_json(&net, Key::Group(3), r#"{"state":"ON"}"#),
+        [
+            r#"{"method":"controlUnits","wire":3,"ids":[2],"targetControls":{"Dimmer":{"value":0.5}}}"#,
+            r#"{"method":"controlUnits","wire":3,"ids":[1],"targetControls":{"Dimmer":{"value":0.8}}}"#,
+            r#"{"method":"controlUnits","wire":3,"ids":[9],"targetControls":{"Dimmer":{"value":1.0}}}"#,
+            r#"{"method":"controlUnits","wire":3,"ids":[8],"targetControls":{"OnOff":{"value":1.0}}}"#,
+        ]
+    );
+    // TOGGLE of a group that is off turns it on the same way.
+    assert_eq!(
+        all_json(&net, Key::Group(2), "TOGGLE"),
+        [r#"{"method":"controlUnits","wire":3,"ids":[3],"targetControls":{"Dimmer":{"value":1.0}}}"#]
+    );
+    let p = planned(&net, Key::Group(1), "ON").unwrap();
+    assert_eq!(p.expect_on, Some(true));
+    // With a brightness, or without a member light, the group's level does it.
+    assert_eq!(
+        all_json(&net, Key::Group(1), r#"{"state":"ON","brightness":51}"#),
+        [r#"{"method":"controlGroup","wire":3,"id":1,"level":0.2}"#]
+    );
+    assert_eq!(all_json(&net, Key::Group(4), "ON"), [r#"{"method":"controlGroup","wire":3,"id":4,"level":1.0}"#]);
 }

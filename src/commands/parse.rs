@@ -6,11 +6,11 @@
 //!
 //! | topic | payload |
 //! |---|---|
-//! | `…/unit/<unit>/set` | `ON` / `OFF` / `TOGGLE` (any case, also as a JSON string), or HA's JSON light command `{"state", "brightness" 0..255, "color_temp" K, "color" {x,y} or {r,g,b}, "transition"}` |
+//! | `…/unit/<unit>/set` | `ON` / `OFF` / `TOGGLE` (any case, also as a JSON string), or HA's JSON light command `{"state", "brightness" 0..255, "color_temp" K, "color" {h,s}, {x,y} or {r,g,b}, "transition"}` |
 //! | `…/unit/<unit>/set/state` | `ON` / `OFF` / `TOGGLE` |
 //! | `…/unit/<unit>/set/brightness` | a number 0..255 |
 //! | `…/unit/<unit>/set/color_temp` | a number of kelvin, 1000..20000 |
-//! | `…/unit/<unit>/set/color` | `{"x":…,"y":…}` or `{"r":…,"g":…,"b":…}` |
+//! | `…/unit/<unit>/set/color` | `{"h":…,"s":…}`, `{"x":…,"y":…}` or `{"r":…,"g":…,"b":…}` |
 //! | `…/group/<group>/set`, `…/scene/<scene>/set` | `ON` / `OFF` / `TOGGLE`, or `{"state", "brightness", "transition"}` |
 //! | `<base>/<net>/set` | `{"dim_level": 0..1}` (what HA's "Dim level" number sends: its 0–100 % divided by 100) or a plain number 0..1 |
 //!
@@ -48,6 +48,8 @@ pub enum Target {
     Scene(u32),
     /// `<base>/<net>/set`.
     Network,
+    /// `<base>/bridge/request/reload`: fetch every network again and publish everything again.
+    Reload,
 }
 
 /// On, off or the opposite of now.
@@ -70,6 +72,14 @@ pub enum ColorCommand {
         x: f64,
         /// y, above 0 up to 1.
         y: f64,
+    },
+    /// Hue in degrees (0..360) and saturation in percent (0..100): what HA's `hs` colour mode
+    /// sends, and what the cloud takes with no conversion but the scale.
+    Hs {
+        /// Hue, degrees.
+        h: f64,
+        /// Saturation, percent.
+        s: f64,
     },
     /// sRGB channels (a Node-RED convenience).
     Rgb {
@@ -120,6 +130,8 @@ pub enum Command {
         /// Level 0..1.
         level: f64,
     },
+    /// Fetch every network again (any payload: Home Assistant's button sends `PRESS`).
+    Reload,
 }
 
 const UNIT_KEYS: &str = "state, brightness, color_temp, color, transition";
@@ -144,6 +156,7 @@ pub fn parse(target: &Target, payload: &[u8]) -> Result<Command, CommandError> {
         Target::Group(_) => level_payload(text, "group").map(Command::Group),
         Target::Scene(_) => level_payload(text, "scene").map(Command::Scene),
         Target::Network => network(text),
+        Target::Reload => Ok(Command::Reload),
     }
 }
 
@@ -217,14 +230,18 @@ fn transition(v: &Value) -> Result<f64, CommandError> {
     in_range("transition", number_field("transition", v)?, 0.0, 3600.0, "0..3600 s")
 }
 
-/// `{"x","y"}` or `{"r","g","b"}`.
+/// `{"h","s"}`, `{"x","y"}` or `{"r","g","b"}`.
 fn color(v: &Value) -> Result<ColorCommand, CommandError> {
-    const SHAPE: &str = "an object {x, y} or {r, g, b}";
+    const SHAPE: &str = "an object {h, s}, {x, y} or {r, g, b}";
     let Value::Object(m) = v else {
         return Err(CommandError::WrongType { field: "color", expected: SHAPE });
     };
     let keys: Vec<&str> = m.keys().map(String::as_str).collect();
     match keys.as_slice() {
+        ["h", "s"] | ["s", "h"] => Ok(ColorCommand::Hs {
+            h: in_range("color.h", number_field("color.h", &m["h"])?, 0.0, 360.0, "0..360")?,
+            s: in_range("color.s", number_field("color.s", &m["s"])?, 0.0, 100.0, "0..100")?,
+        }),
         ["x", "y"] | ["y", "x"] => {
             let x = in_range("color.x", number_field("color.x", &m["x"])?, 0.0, 1.0, "0..1")?;
             let y = number_field("color.y", &m["y"])?;

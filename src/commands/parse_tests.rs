@@ -56,6 +56,13 @@ fn ha_json_light_commands() {
             ..Default::default()
         })
     );
+    let c = ok(&unit(), r#"{"color":{"h":240.5,"s":100}}"#);
+    assert_eq!(c, light(LightCommand { color: Some(ColorCommand::Hs { h: 240.5, s: 100.0 }), ..Default::default() }));
+    let c = ok(&attr("color"), r#"{"s":5,"h":0}"#);
+    assert_eq!(c, light(LightCommand { color: Some(ColorCommand::Hs { h: 0.0, s: 5.0 }), ..Default::default() }));
+    for bad in [r#"{"color":{"h":361,"s":1}}"#, r#"{"color":{"h":1,"s":101}}"#, r#"{"color":{"h":"1","s":1}}"#] {
+        assert!(parse(&unit(), bad.as_bytes()).is_err(), "{bad}");
+    }
     let c = ok(&unit(), r#"{"color":{"r":255,"g":0,"b":10}}"#);
     assert_eq!(c, light(LightCommand { color: Some(ColorCommand::Rgb { r: 255, g: 0, b: 10 }), ..Default::default() }));
     let c = ok(&unit(), r#"{"state":"TOGGLE"}"#);
@@ -105,7 +112,7 @@ fn refusals_name_the_problem() {
         (unit(), r#"{"state":"DIM"}"#, "state must be ON, OFF or TOGGLE, got \"DIM\""),
         (unit(), r#"{"state":1}"#, "state must be a string (ON, OFF or TOGGLE)"),
         (unit(), r#"{"color_temp":250}"#, "color_temp 250 outside 1000..20000 K"),
-        (unit(), r#"{"color":{"x":0.2}}"#, "color must be an object {x, y} or {r, g, b}"),
+        (unit(), r#"{"color":{"x":0.2}}"#, "color must be an object {h, s}, {x, y} or {r, g, b}"),
         (unit(), r#"{"color":{"x":1.2,"y":0.3}}"#, "color.x 1.2 outside 0..1"),
         (unit(), r#"{"color":{"x":0.2,"y":0}}"#, "color.y 0 outside 0 (exclusive)..1"),
         (unit(), r#"{"color":{"r":256,"g":0,"b":0}}"#, "color.r 256 outside 0..255"),

@@ -18,6 +18,7 @@
 //! be configured by environment variables alone.
 
 mod datapoints;
+mod devices;
 mod env;
 mod error;
 mod file;
@@ -102,6 +103,8 @@ pub struct Config {
     pub log: LogSettings,
     /// `datapoints:` — fetching logged datapoints.
     pub datapoints: DatapointSettings,
+    /// `devices:` — per-device settings.
+    pub devices: std::sync::Arc<crate::mqtt::devices::Devices>,
     /// The file the configuration came from; `None` = defaults and environment only.
     pub file: Option<PathBuf>,
 }
@@ -153,7 +156,7 @@ pub fn known_keys() -> Vec<String> {
 }
 
 /// The keys of each section (for `networks` and `sites`, of one entry).
-fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 10] {
+fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 11] {
     [
         ("cloud", fields_of::<CloudFile>()),
         ("networks", fields_of::<NetworkFile>()),
@@ -165,6 +168,8 @@ fn section_fields() -> [(&'static str, Option<&'static [&'static str]>); 10] {
         ("health", fields_of::<HealthFile>()),
         ("log", fields_of::<LogFile>()),
         ("datapoints", fields_of::<datapoints::DatapointsFile>()),
+        // Keyed by unit, group, scene or network: each entry is checked on its own.
+        ("devices", None),
     ]
 }
 
@@ -196,6 +201,7 @@ fn parse_with(
     let health = reader.section::<HealthFile>("health");
     let log = reader.section::<LogFile>("log");
     let datapoints = reader.section::<datapoints::DatapointsFile>("datapoints");
+    let devices = reader.section::<devices::DevicesFile>("devices");
 
     let cloud = cloud.and_then(|c| validate::cloud(&mut reader, c));
     let logins = match (networks, sites) {
@@ -212,9 +218,10 @@ fn parse_with(
     };
     let log = log.and_then(|l| validate::log(&mut reader, l));
     let datapoints = datapoints.and_then(|d| datapoints::validate(&mut reader, d));
+    let devices = devices.and_then(|d| devices::validate(&mut reader, d));
 
-    match (cloud, logins, mqtt, http, log, datapoints) {
-        (Some(cloud), Some((networks, sites)), Some(m), Some(http), Some(log), Some(datapoints))
+    match (cloud, logins, mqtt, http, log, datapoints, devices) {
+        (Some(cloud), Some((networks, sites)), Some(m), Some(http), Some(log), Some(datapoints), Some(devices))
             if reader.problems.is_empty() =>
         {
             Ok(Config {
@@ -227,6 +234,7 @@ fn parse_with(
                 http,
                 log,
                 datapoints,
+                devices: std::sync::Arc::new(devices),
                 file: path.map(Path::to_path_buf),
             })
         }
@@ -246,6 +254,7 @@ impl Config {
             homeassistant: self.homeassistant.clone(),
             output: self.output.clone(),
             datapoint_sensors: self.datapoints.sensors.clone(),
+            devices: self.devices.clone(),
         }
     }
 

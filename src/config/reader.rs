@@ -13,8 +13,8 @@ use serde_yaml::{Mapping, Value};
 use std::collections::HashSet;
 
 /// The top-level keys.
-pub const SECTIONS: [&str; 9] =
-    ["cloud", "networks", "sites", "mqtt", "homeassistant", "output", "http", "log", "datapoints"];
+pub const SECTIONS: [&str; 10] =
+    ["cloud", "networks", "sites", "mqtt", "homeassistant", "output", "http", "log", "datapoints", "devices"];
 
 /// Former names of sections, still read but no longer listed as valid keys (`health`, now `http`).
 pub const FORMER_SECTIONS: [&str; 1] = ["health"];

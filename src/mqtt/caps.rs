@@ -87,14 +87,15 @@ impl Caps {
         self.dimmer || self.onoff || self.cct || self.color || self.luminaire_type
     }
 
-    /// Home Assistant `supported_color_modes`: `xy` (+ `color_temp`) for colour, `color_temp` for
+    /// Home Assistant `supported_color_modes`: `hs` (+ `color_temp`) for colour (the cloud's own
+    /// model, so a colour picked in HA comes back as picked), `color_temp` for
     /// tunable white, `brightness` for dimmers, else `onoff`. `onoff` and `brightness` are never
     /// combined with anything (HA rejects that). A constant list: the unit JSON asks for it on
     /// every change of a light.
     pub fn color_modes(&self) -> &'static [&'static str] {
         match (self.color, self.cct, self.dimmer) {
-            (true, true, _) => &["color_temp", "xy"],
-            (true, false, _) => &["xy"],
+            (true, true, _) => &["color_temp", "hs"],
+            (true, false, _) => &["hs"],
             (false, true, _) => &["color_temp"],
             (false, false, true) => &["brightness"],
             (false, false, false) => &["onoff"],
@@ -127,11 +128,11 @@ mod tests {
             (r#"[{"type":"Dimmer","value":1},{"type":"CCT","value":3000,"min":2700,"max":6500}]"#, vec!["color_temp"]),
             (
                 r#"[{"type":"Dimmer","value":1},{"type":"Colorsource","source":"XY"},{"type":"Color","x":0.3,"y":0.3}]"#,
-                vec!["xy"],
+                vec!["hs"],
             ),
             (
                 r#"[{"type":"Dimmer","value":1},{"type":"Color","hue":0.1,"sat":1},{"type":"CCT","value":3000,"min":2700,"max":6500}]"#,
-                vec!["color_temp", "xy"],
+                vec!["color_temp", "hs"],
             ),
         ];
         for (controls, modes) in cases {

@@ -36,6 +36,9 @@ pub struct ResolvedCommand {
 /// Resolves a command topic against the networks the publisher knows; `None` when it names
 /// nothing that exists (a stale topic of a renamed unit, a typo).
 pub fn resolve(layout: &Layout, nets: &BTreeMap<String, NetMirror>, topic: &str) -> Option<(String, CommandTarget)> {
+    if topic == layout.bridge_reload() {
+        return Some((String::new(), CommandTarget::Reload));
+    }
     let rest = topic.strip_prefix(layout.base())?.strip_prefix('/')?;
     let levels: Vec<&str> = rest.split('/').collect();
     let first = *levels.first()?;

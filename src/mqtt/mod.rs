@@ -18,9 +18,11 @@
 pub mod caps;
 pub mod client;
 pub mod command_intake;
+pub mod devices;
 pub mod discovery;
 pub mod gc;
 pub mod group_cache;
+mod mirror_devices;
 pub mod photos;
 pub mod plan;
 pub mod publisher;

@@ -14,6 +14,7 @@
 
 use super::client::{Client, ClientEvent, Events, Message};
 use super::command_intake::{self as intake, Intake, ResolvedCommand};
+use super::devices;
 use super::discovery;
 use super::gc::{self, Scope};
 use super::photos::{PhotoRef, PhotoSet};
@@ -22,7 +23,6 @@ use super::render::{NetMirror, Owner, Renderer, Topics};
 use super::settings::{Config, DiscoveryMode};
 use super::state_text::StateText;
 use super::store::{Op, StaleCheck, Store};
-use super::topics;
 use crate::bridge::state::UnitEvent;
 use crate::bridge::update::Update;
 use crate::cloud::model::Control;
@@ -107,6 +107,8 @@ pub(crate) struct Publisher {
     /// 25 group JSONs, not 250, and publishes none of the values the groups pass through on the
     /// way. Under a load that never lets the queue empty, at most [`GROUP_DELAY`] late.
     groups_stale: Option<Instant>,
+    /// The `devices:` keys already warned of as matching nothing.
+    devices_warned: HashSet<String>,
 }
 
 impl Publisher {
@@ -137,6 +139,7 @@ impl Publisher {
             held_errors: VecDeque::new(),
             bridge_stale: None,
             groups_stale: None,
+            devices_warned: HashSet::new(),
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -310,6 +313,11 @@ impl Publisher {
         match intake::classify(&self.renderer.layout, &msg) {
             Intake::Forward(message) => match intake::resolve(&self.renderer.layout, &self.nets, &message.topic) {
                 Some((network, target)) => {
+                    if target == crate::commands::Target::Reload {
+                        // Everything is published again at once, as after Home Assistant's
+                        // birth; what the networks' new fetch changes follows as it arrives.
+                        self.birth_at = Some(Instant::now());
+                    }
                     let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
                         Ok(()) => return,
                         Err(mpsc::error::TrySendError::Full(_)) => "too many commands waiting; command dropped",
@@ -335,7 +343,8 @@ impl Publisher {
                 let id = view.status.id.clone();
                 let first = !self.nets.contains_key(&id);
                 let view = std::sync::Arc::unwrap_or_clone(view);
-                let slug = self.nets.get(&id).map(|mirror| mirror.slug.clone()).unwrap_or_default();
+                let (slug, key_slug) =
+                    self.nets.get(&id).map(|mirror| (mirror.slug.clone(), mirror.key_slug.clone())).unwrap_or_default();
                 // The discovery configs this network had, for HA's removal steps (the store
                 // keeps no payloads).
                 let old = self.nets.get(&id).map(|mirror| self.device_configs(mirror)).unwrap_or_default();
@@ -343,7 +352,8 @@ impl Publisher {
                 // [`Update::Datapoints`]) and stay until replaced.
                 let (photos, data) =
                     self.nets.get(&id).map(|mirror| (mirror.photos.clone(), mirror.data.clone())).unwrap_or_default();
-                let mut mirror = NetMirror::new(view, slug);
+                let devices = self.config.devices.clone();
+                let mut mirror = NetMirror::with_devices(view, slug, key_slug, devices);
                 mirror.photos = photos;
                 mirror.data = data;
                 self.nets.insert(id.clone(), mirror);
@@ -413,21 +423,39 @@ impl Publisher {
     /// `previous`: device configs as they were before the change (for HA's removal steps).
     async fn reslug_networks(&mut self, force: Option<&str>, previous: &[(String, String)]) {
         self.scopes = None;
-        let slugs = topics::assign(
-            self.nets.values().map(|mirror| (mirror.view.status.id.clone(), mirror.view.status.name.clone())),
-            &["bridge"],
-        );
+        let devices = self.config.devices.clone();
+        let names = self.nets.values().map(|mirror| (mirror.view.status.id.clone(), mirror.view.status.name.clone()));
+        let slugs = devices::network_slugs(&devices, names.collect());
         let mut changed = Vec::new();
-        for (id, slug) in slugs {
+        for (id, (slug, key_slug)) in slugs {
             if let Some(mirror) = self.nets.get_mut(&id)
-                && (mirror.slug != slug || force == Some(id.as_str()))
+                && (mirror.slug != slug || mirror.key_slug != key_slug || force == Some(id.as_str()))
             {
                 mirror.slug = slug;
+                mirror.key_slug = key_slug;
+                if !devices.is_empty() {
+                    // The settings of units, groups and scenes are matched by the network's slug.
+                    mirror.reslug();
+                }
                 changed.push(id);
             }
         }
         for id in changed {
             self.render_network(&id, previous).await;
+        }
+        if !devices.is_empty() {
+            let loaded: Vec<(&str, &devices::Resolved)> =
+                self.nets.values().map(|mirror| (mirror.key_slug.as_str(), &mirror.settings)).collect();
+            for key in devices::unmatched(&devices, &loaded) {
+                if self.devices_warned.insert(key.to_string()) {
+                    tracing::warn!(key, "devices: this key matches no unit, group, scene or network (loaded so far)");
+                }
+            }
+            for unit in self.nets.values().flat_map(NetMirror::switches_refused) {
+                if self.devices_warned.insert(unit.clone()) {
+                    tracing::warn!(%unit, "devices: platform switch is for on/off units; this one dims, so it stays a light");
+                }
+            }
         }
         self.bridge_stale.get_or_insert_with(Instant::now);
     }

@@ -7,15 +7,20 @@
 //! availability: HA must know an entity before its state arrives.
 
 use super::caps::Caps;
-use super::discovery::{self, Component, Device, Discovery, Name, binary_sensor, event, light, number, sensor, switch};
+use super::devices::{Devices, Resolved};
+use super::discovery::{
+    self, Component, Device, Discovery, Name, binary_sensor, button, device_automation, event, light, number, sensor,
+    switch,
+};
 use super::group_cache::GroupCache;
+use super::mirror_devices::{friendly, override_entity, shown_as_switch};
 use super::photos::PhotoSet;
 use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_data::{self, NetData, UnitData};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
 use crate::bridge::state::{GroupInfo, NetworkView};
-use crate::cloud::model::{Fixture, UnitState};
+use crate::cloud::model::{Fixture, FixtureControlType, UnitState};
 use crate::config::SensorSemantics;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -68,11 +73,26 @@ pub struct NetMirror {
     pub photos: PhotoSet,
     /// The latest logged datapoints of its units ([`super::unit_data`]).
     pub data: NetData,
+    /// The `devices:` settings of the whole bridge (empty without the section).
+    pub devices: Arc<Devices>,
+    /// The slug of the network's name in the cloud, by which `devices:` keys name it ([`slug`]
+    /// is the slug of its friendly name).
+    ///
+    /// [`slug`]: NetMirror::slug
+    pub key_slug: String,
+    /// The `devices:` settings matched to this network's units, groups and scenes.
+    pub settings: Resolved,
 }
 
 impl NetMirror {
     /// A mirror of `view` known by `slug`.
     pub fn new(view: NetworkView, slug: String) -> NetMirror {
+        NetMirror::with_devices(view, slug.clone(), slug, Arc::default())
+    }
+
+    /// A mirror of `view` known by `slug`, whose name in the cloud has `key_slug`, with the
+    /// bridge's `devices:` settings.
+    pub fn with_devices(view: NetworkView, slug: String, key_slug: String, devices: Arc<Devices>) -> NetMirror {
         let mut mirror = NetMirror {
             key: Arc::from(view.status.id.as_str()),
             view,
@@ -84,6 +104,9 @@ impl NetMirror {
             group_cache: GroupCache::default(),
             photos: PhotoSet::default(),
             data: NetData::default(),
+            devices,
+            key_slug,
+            settings: Resolved::default(),
         };
         mirror.reslug();
         mirror.recache_groups();
@@ -105,12 +128,16 @@ impl NetMirror {
         member_reading(unit, self.is_light(unit))
     }
 
-    /// Recomputes the unit, group and scene slugs (after names changed).
+    /// Recomputes the unit, group and scene slugs (after names changed), and with `devices:`
+    /// the settings matched to them.
     pub fn reslug(&mut self) {
         let v = &self.view;
         self.unit_slugs = Slugs::of(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())));
         self.group_slugs = Slugs::of(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())));
         self.scene_slugs = Slugs::of(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())));
+        if !self.devices.is_empty() {
+            self.apply_devices();
+        }
     }
 
     /// The capabilities of a unit (its controls merged with its fixture's).
@@ -191,8 +218,9 @@ fn object_id_of(network_id: &str, address: Option<&str>, id: u32) -> String {
 }
 
 /// What a unit's discovery config reads of the unit and its fixture: [`Renderer::unit_discovery`]
-/// reads them through this alone. The rest it reads (the layout, the slugs, the network's id)
-/// changes only with a new rendering of the whole network. So two equal inputs render the same
+/// reads them through this alone. The rest it reads (the layout, the slugs, the network's id,
+/// the `devices:` settings matched with the slugs) changes only with a new rendering of the
+/// whole network. So two equal inputs render the same
 /// config, and [`super::plan::unit_ops`] compares them to know whether the config must be
 /// rendered again: a field the config comes to read is added here, and compared with the rest.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,6 +233,7 @@ pub struct DiscoveryInputs<'mirror> {
     model: Option<&'mirror str>,
     caps: Caps,
     data: DataKeys<'mirror>,
+    buttons: Buttons,
 }
 
 /// The keys of a unit's logged datapoints, compared by key alone: a new value of a known key
@@ -221,6 +250,25 @@ impl PartialEq for DataKeys<'_> {
     }
 }
 
+/// The ids of a switch's buttons (the `id`s of its fixture's `button` controls below 64), one
+/// bit each: a unit's discovery inputs are compared on every change of it, so they stay `Copy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Buttons(u64);
+
+impl Buttons {
+    fn of(fixture: Option<&Fixture>) -> Buttons {
+        let ids = fixture.iter().flat_map(|f| &f.controls);
+        let ids = ids.filter(|c| c.control_type == FixtureControlType::Button).filter_map(|c| c.id);
+        Buttons(ids.filter(|id| *id < 64).fold(0, |bits, id| bits | 1 << id))
+    }
+
+    /// The button ids, when the fixture tells two or more apart (one button is the switch).
+    fn several(self) -> impl Iterator<Item = u32> {
+        let bits = if self.0.count_ones() >= 2 { self.0 } else { 0 };
+        (0..64).filter(move |id| bits & 1 << id != 0)
+    }
+}
+
 impl<'mirror> DiscoveryInputs<'mirror> {
     /// The inputs of `unit`, a unit of `mirror`'s network (in its view or about to be).
     pub fn of(mirror: &'mirror NetMirror, unit: &'mirror UnitState) -> DiscoveryInputs<'mirror> {
@@ -234,6 +282,7 @@ impl<'mirror> DiscoveryInputs<'mirror> {
             model: fixture.and_then(|f| f.model.as_deref()),
             caps: Caps::of(unit, fixture),
             data: DataKeys(mirror.data.unit(unit.id)),
+            buttons: Buttons::of(fixture),
         }
     }
 
@@ -257,9 +306,25 @@ pub(super) fn entity_name(name: &str, device_name: &str, kind: &str, id: &dyn st
 
 /// How many components a unit's device has in discovery: one per capability that makes an
 /// entity (light, occupancy, illuminance, switch event). [`Renderer::unit_device`] builds exactly
-/// these, and names a lone one after its device.
+/// these (and a switch's device triggers, which are no entities), and names a lone one after its
+/// device.
 fn unit_component_count(caps: &Caps) -> usize {
     usize::from(caps.is_light()) + usize::from(caps.presence) + usize::from(caps.lux) + usize::from(caps.switch)
+}
+
+/// The members of group `g` as its light describes them: whether one dims, and the unique ids
+/// of the member lights the bridge publishes (in the group's order).
+fn group_members(mirror: &NetMirror, g: &GroupInfo) -> light::GroupMembers {
+    let mut members = light::GroupMembers::default();
+    for unit in g.units.iter().filter_map(|u| mirror.view.units.get(u)) {
+        let caps = mirror.caps(unit);
+        members.dimmable |= caps.dimmer;
+        let ha = mirror.settings.unit(unit.id).map(|s| &s.homeassistant);
+        if caps.is_light() && !shown_as_switch(&caps, ha) && mirror.unit_slugs.get(&unit.id).is_some() {
+            members.lights.push(format!("{}_light", unit_object_id(&mirror.view.status.id, unit)));
+        }
+    }
+    members
 }
 
 impl Renderer {
@@ -319,7 +384,7 @@ impl Renderer {
         self.network_device(mirror).components.len() + units
     }
 
-    /// The bridge's own device: its connectivity and its version.
+    /// The bridge's own device: its connectivity, its version and its reload button.
     fn bridge_device(&self) -> Device {
         let l = &self.layout;
         let oid = instance_object_id(l);
@@ -349,6 +414,12 @@ impl Renderer {
                     format!("{oid}_version"),
                     &discovery::entity_id("sensor", &[&base_slug, "bridge", &instance, "version"]),
                     l.bridge_info(),
+                    self.bridge_availability(),
+                ),
+                button::reload(
+                    format!("{oid}_reload"),
+                    &discovery::entity_id("button", &[&base_slug, "bridge", &instance, "reload"]),
+                    l.bridge_reload(),
                     self.bridge_availability(),
                 ),
             ],
@@ -390,42 +461,46 @@ impl Renderer {
                 Some(self.bridge_availability()),
             ),
         ];
+        let settings = &mirror.settings;
+        let network_settings = settings.network.as_deref();
+        let device_name = friendly(network_settings, &v.status.name);
         for (id, s) in &v.scenes {
             let Some(slug) = mirror.scene_slugs.get(id) else { continue };
-            components.push(switch::scene(
+            let mut scene = switch::scene(
                 format!("scene_{id}"),
                 format!("{oid}_scene_{id}"),
-                entity_name(&s.name, &v.status.name, "Scene", id),
+                entity_name(friendly(settings.scene(*id), &s.name), device_name, "Scene", id),
                 &discovery::entity_id("switch", &[net, "scene", slug]),
-                l.scene(net, slug),
-                format!("{}/set", l.scene(net, slug)),
-            ));
+                (l.scene(net, slug), format!("{}/set", l.scene(net, slug))),
+                s.hidden,
+            );
+            override_entity(settings.scene(*id), &mut scene);
+            components.push(scene);
         }
         for (id, g) in &v.groups {
             let Some(slug) = mirror.group_slugs.get(id) else { continue };
-            let dimmable = g.units.iter().filter_map(|u| v.units.get(u)).any(|u| mirror.caps(u).dimmer);
-            components.push(light::group(
+            let mut group = light::group(
                 format!("group_{id}"),
                 format!("{oid}_group_{id}"),
-                entity_name(&g.name, &v.status.name, "Group", id),
+                entity_name(friendly(settings.group(*id), &g.name), device_name, "Group", id),
                 &discovery::entity_id("light", &[net, "group", slug]),
-                l.group(net, slug),
-                format!("{}/set", l.group(net, slug)),
-                dimmable,
-            ));
+                (l.group(net, slug), format!("{}/set", l.group(net, slug))),
+                group_members(mirror, g),
+            );
+            override_entity(settings.group(*id), &mut group);
+            components.push(group);
         }
         self.photo_components(mirror, &oid, &mut components);
-        Device {
-            object_id: oid.clone(),
-            device: json!({
-                "identifiers": [oid],
-                "name": v.status.name,
-                "model": "Lighting network",
-                "via_device": instance_object_id(l),
-            }),
-            availability: avail,
-            components,
+        let mut device = json!({
+            "identifiers": [oid],
+            "name": device_name,
+            "model": "Lighting network",
+            "via_device": instance_object_id(l),
+        });
+        if let (Some(s), Value::Object(block)) = (network_settings, &mut device) {
+            s.homeassistant.apply_device(block);
         }
+        Device { object_id: oid.clone(), device, availability: avail, components }
     }
 
     /// The unit JSON of a unit of `mirror` (all keys present).
@@ -521,8 +596,16 @@ impl Renderer {
                 discovery::entity_id(platform, &[net, slug, suffix])
             }
         };
+        let settings = mirror.settings.unit(unit.id);
         let mut components: Vec<Component> = Vec::new();
-        if caps.is_light() {
+        if shown_as_switch(caps, settings.map(|s| &s.homeassistant)) {
+            components.push(switch::unit(
+                format!("{oid}_switch"),
+                &discovery::entity_id("switch", &[net, slug]),
+                state_topic.clone(),
+                l.unit_leaf(net, slug, "set"),
+            ));
+        } else if caps.is_light() {
             components.push(light::unit(
                 format!("{oid}_light"),
                 &discovery::entity_id("light", &[net, slug]),
@@ -558,13 +641,27 @@ impl Renderer {
                 types,
             ));
         }
+        debug_assert_eq!(components.len(), unit_component_count(caps), "unit_component_count is out of step");
+        if let Some(main) = components.first_mut() {
+            override_entity(settings, main);
+        }
+        if caps.switch {
+            let topic = l.unit_leaf(net, slug, "event");
+            let mut buttons = unit.buttons.several().peekable();
+            if buttons.peek().is_none() {
+                components.push(device_automation::switch(format!("{oid}_trigger"), topic));
+            } else {
+                for id in buttons {
+                    components.push(device_automation::button(format!("{oid}_trigger_{id}"), topic.clone(), id));
+                }
+            }
+        }
         let mut dev = Map::new();
         dev.insert("identifiers".into(), json!([oid]));
+        let name = settings.and_then(|s| s.name.as_deref()).or(unit.name);
         dev.insert(
             "name".into(),
-            json!(
-                unit.name.filter(|n| !n.trim().is_empty()).map_or_else(|| format!("Unit {}", unit.id), str::to_string)
-            ),
+            json!(name.filter(|n| !n.trim().is_empty()).map_or_else(|| format!("Unit {}", unit.id), str::to_string)),
         );
         if let Some(vendor) = unit.vendor {
             dev.insert("manufacturer".into(), json!(vendor));
@@ -576,7 +673,9 @@ impl Renderer {
             dev.insert("sw_version".into(), json!(fw));
         }
         dev.insert("via_device".into(), json!(network_object_id(&mirror.view.status.id)));
-        debug_assert_eq!(components.len(), unit_component_count(caps), "unit_component_count is out of step");
+        if let Some(s) = settings {
+            s.homeassistant.apply_device(&mut dev);
+        }
         if let DataKeys(Some(data)) = unit.data {
             components.extend(self.data_components(&oid, data, &[net, slug], &l.unit_leaf(net, slug, "data")));
         }

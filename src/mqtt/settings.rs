@@ -202,7 +202,7 @@ impl Default for OutputSettings {
     }
 }
 
-/// Everything the MQTT side needs, gathered from the three sections.
+/// Everything the MQTT side needs, gathered from the four sections.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
     /// `mqtt:`.
@@ -213,6 +213,8 @@ pub struct Config {
     pub output: OutputSettings,
     /// `datapoints.sensors`: Home Assistant sensors for further datapoint keys.
     pub datapoint_sensors: std::collections::BTreeMap<String, crate::config::SensorSemantics>,
+    /// `devices:` (shared by every network's mirror).
+    pub devices: std::sync::Arc<super::devices::Devices>,
 }
 
 impl MqttSettings {

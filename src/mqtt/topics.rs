@@ -215,6 +215,12 @@ impl Layout {
         format!("{}/info", self.bridge_prefix())
     }
 
+    /// `<base>/bridge/request/reload`: a command (any payload) to fetch every network again and
+    /// publish everything again.
+    pub fn bridge_reload(&self) -> String {
+        format!("{}/request/reload", self.bridge_prefix())
+    }
+
     /// `<base>/bridge/error`: non-retained JSON.
     pub fn bridge_error(&self) -> String {
         format!("{}/error", self.bridge_prefix())
@@ -277,7 +283,8 @@ impl Layout {
         [self.base.as_str(), net, "scene", scene].join("/")
     }
 
-    /// Subscription filters for every `…/set` topic of the contract.
+    /// Subscription filters for every `…/set` topic of the contract and the bridge's reload
+    /// request.
     pub fn command_filters(&self) -> Vec<String> {
         let b = &self.base;
         vec![
@@ -286,6 +293,7 @@ impl Layout {
             format!("{b}/+/unit/+/set/+"),
             format!("{b}/+/group/+/set"),
             format!("{b}/+/scene/+/set"),
+            self.bridge_reload(),
         ]
     }
 
@@ -294,6 +302,9 @@ impl Layout {
         let Some(rest) = topic.strip_prefix(&self.base).and_then(|r| r.strip_prefix('/')) else {
             return false;
         };
+        if topic == self.bridge_reload() {
+            return true;
+        }
         let levels: Vec<&str> = rest.split('/').collect();
         matches!(
             levels.as_slice(),

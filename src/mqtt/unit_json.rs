@@ -8,7 +8,7 @@ use super::caps::Caps;
 use super::state_text::{Leaf, StateText};
 use crate::bridge::state::{GroupInfo, NetworkStatus, SceneInfo, presence};
 use crate::cloud::model::{ColorSource, Control, UnitState};
-use crate::color::{hue_sat_to_xy, parse_rgb, rgb8_to_xy, round4};
+use crate::color::{hue_sat_to_hs, hue_sat_to_xy, parse_rgb, rgb8_to_hue_sat, rgb8_to_xy, round4, xy_to_hue_sat};
 use crate::json_object::Object;
 use field::{Scalar, UnitField};
 use serde::ser::SerializeStruct;
@@ -40,20 +40,30 @@ fn rounded((x, y): (f64, f64)) -> (f64, f64) {
     (round4(x), round4(y))
 }
 
-/// The colour of the unit as CIE xy, from whatever form the `Color` control carries.
-fn color_xy(unit: &UnitState) -> Option<(f64, f64)> {
+/// The colour of the unit as hs and CIE xy, from whatever form the `Color` control carries: each
+/// as the cloud reports it when it does, else converted from the other (or from `rgb`).
+fn colour(unit: &UnitState) -> Option<Colour> {
     find(unit, |c| match c {
-        Control::Color(col) => match (col.x, col.y, col.hue, col.sat, col.rgb.as_deref()) {
-            (Some(x), Some(y), ..) => Some((round4(x), round4(y))),
-            (_, _, Some(h), Some(s), _) => Some(rounded(hue_sat_to_xy(h, s))),
-            (_, _, _, _, Some(rgb)) => parse_rgb(rgb).map(|(r, g, b)| rounded(rgb8_to_xy(r, g, b))),
-            _ => None,
-        },
+        Control::Color(col) => {
+            let rgb = || col.rgb.as_deref().and_then(parse_rgb);
+            let xy = match (col.x, col.y, col.hue, col.sat) {
+                (Some(x), Some(y), ..) => (round4(x), round4(y)),
+                (_, _, Some(h), Some(s)) => rounded(hue_sat_to_xy(h, s)),
+                _ => rgb().map(|(r, g, b)| rounded(rgb8_to_xy(r, g, b)))?,
+            };
+            let (hue, sat) = match (col.hue, col.sat) {
+                (Some(h), Some(s)) => (h, s),
+                _ if col.x.is_some() && col.y.is_some() => xy_to_hue_sat(xy.0, xy.1),
+                _ => rgb().map(|(r, g, b)| rgb8_to_hue_sat(r, g, b))?,
+            };
+            let (h, s) = hue_sat_to_hs(hue, sat);
+            Some(Colour { h, s, x: xy.0, y: xy.1 })
+        }
         _ => None,
     })
 }
 
-/// The active colour mode: follows `Colorsource` (XY/RGB → `xy`, TW → `color_temp`), else the
+/// The active colour mode: follows `Colorsource` (XY/RGB → `hs`, TW → `color_temp`), else the
 /// richest control the unit has; always one of the unit's supported modes.
 fn color_mode(unit: &UnitState, caps: &Caps) -> &'static str {
     let supported = caps.color_modes();
@@ -62,9 +72,9 @@ fn color_mode(unit: &UnitState, caps: &Caps) -> &'static str {
         _ => None,
     });
     let wanted = match source {
-        Some(ColorSource::Xy | ColorSource::Rgb) => "xy",
+        Some(ColorSource::Xy | ColorSource::Rgb) => "hs",
         Some(ColorSource::Tw) => "color_temp",
-        _ if find(unit, |c| matches!(c, Control::Color(_)).then_some(())).is_some() => "xy",
+        _ if find(unit, |c| matches!(c, Control::Color(_)).then_some(())).is_some() => "hs",
         _ if find(unit, |c| matches!(c, Control::Cct(_)).then_some(())).is_some() => "color_temp",
         _ => supported.last().copied().unwrap_or("onoff"),
     };
@@ -98,9 +108,12 @@ fn to_255(level: f64) -> u8 {
     (level.clamp(0.0, 1.0) * 255.0).round() as u8
 }
 
-/// A colour as published.
+/// A colour as published: hs (degrees, percent) for Home Assistant's `hs` mode and CIE xy for
+/// every reader of the earlier contract. Fields in alphabetical order, as written.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-struct Xy {
+struct Colour {
+    h: f64,
+    s: f64,
     x: f64,
     y: f64,
 }
@@ -185,7 +198,7 @@ unit_json! {
     dim_level: Option<Reading> = "dim_level",
     color_mode: Option<&'static str> = "color_mode",
     color_temp: Option<u32> = "color_temp",
-    color: Option<Xy> = "color",
+    color: Option<Colour> = "color",
     occupancy: Option<bool> = "occupancy",
     illuminance: Option<Reading> = "illuminance",
     active_scene_id: Option<u32> = "active_scene_id",
@@ -241,7 +254,7 @@ impl<'a> UnitJson<'a> {
                 Control::Dimmer(d) => Some(to_255(d.value)),
                 _ => None,
             }),
-            color: color_xy(unit).map(|(x, y)| Xy { x, y }),
+            color: colour(unit),
             color_mode: light.then(|| color_mode(unit, caps)),
             color_temp: find(unit, |c| match c {
                 Control::Cct(c) => Some(c.value.round() as u32),
@@ -354,7 +367,8 @@ pub fn member_reading(unit: &UnitState, is_light: bool) -> MemberReading {
 }
 
 /// The group JSON: `state` ON when any member light is on (OFF when the members' states are known
-/// and none is), `brightness` the highest of the members', `members` the unit ids. Fields in
+/// and none is), `brightness` the highest of the members that are on (an on/off-only member that
+/// is on counts as 255), or of all members while none is on, `members` the unit ids. Fields in
 /// alphabetical order, as published from the start.
 #[derive(Debug, Serialize)]
 pub struct GroupJson<'a> {
@@ -374,17 +388,24 @@ impl<'a> GroupJson<'a> {
     /// The JSON of `group` whose members, in order, read `readings`.
     pub fn from_readings(group: &'a GroupInfo, readings: impl Iterator<Item = Option<MemberReading>>) -> GroupJson<'a> {
         let mut state: Option<&'static str> = None;
-        let mut brightness: Option<u8> = None;
+        // The highest level of the members that are on (an on/off-only member that is on counts
+        // as full), and of all members as long as none is on.
+        let (mut lit, mut any): (Option<u8>, Option<u8>) = (None, None);
+        let higher = |old: Option<u8>, b: u8| Some(old.map_or(b, |old| old.max(b)));
         for member in readings.flatten() {
             match member.state {
-                Some("ON") => state = Some("ON"),
+                Some("ON") => {
+                    state = Some("ON");
+                    lit = higher(lit, member.brightness.unwrap_or(u8::MAX));
+                }
                 Some("OFF") if state.is_none() => state = Some("OFF"),
                 _ => {}
             }
             if let Some(b) = member.brightness {
-                brightness = Some(brightness.map_or(b, |old| old.max(b)));
+                any = higher(any, b);
             }
         }
+        let brightness = lit.or(any);
         GroupJson { brightness, id: group.id, members: &group.units, name: &group.name, state }
     }
 

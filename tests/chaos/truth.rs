@@ -79,6 +79,8 @@ pub(super) fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<
     let state_topic = format!("{BASE}/bridge/state");
     let info_topic = format!("{BASE}/bridge/info");
     want.extend([state_topic.clone(), info_topic.clone()]);
+    // The bridge's Reload button sends here.
+    referable.insert(format!("{BASE}/bridge/request/reload"));
     if r.get(&state_topic).map(String::as_str) != Some("online") {
         out.push(format!("{state_topic}: {:?}", r.get(&state_topic)));
     }

@@ -25,21 +25,34 @@ pub fn unit(unique_id: String, entity_id: &str, state_topic: String, command_top
     Component { key: "light".into(), platform: "light", unique_id, availability: None, config }
 }
 
+/// What a group's light is made of, besides its names and topics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupMembers {
+    /// A member has a dimmer: the group light takes a brightness.
+    pub dimmable: bool,
+    /// The unique ids of the members' light entities. HA (2025.10 and later) shows the group as
+    /// a group of these entities when discovery carries them under `group`.
+    pub lights: Vec<String>,
+}
+
 /// The light of a group (on/off and brightness of all its members).
 pub fn group(
     key: String,
     unique_id: String,
     name: Name,
     entity_id: &str,
-    state_topic: String,
-    command_topic: String,
-    dimmable: bool,
+    topics: (String, String),
+    members: GroupMembers,
 ) -> Component {
+    let (state_topic, command_topic) = topics;
     let mut config = base_config(&name, entity_id);
     config.insert("schema".into(), json!("json"));
     config.insert("state_topic".into(), json!(state_topic));
     config.insert("command_topic".into(), json!(command_topic));
-    config.insert("supported_color_modes".into(), json!([if dimmable { "brightness" } else { "onoff" }]));
+    config.insert("supported_color_modes".into(), json!([if members.dimmable { "brightness" } else { "onoff" }]));
     config.insert("icon".into(), json!("mdi:lightbulb-group"));
+    if !members.lights.is_empty() {
+        config.insert("group".into(), json!(members.lights));
+    }
     Component { key, platform: "light", unique_id, availability: None, config }
 }

@@ -9,6 +9,8 @@
 //! changes names and topics in the payloads but not which entity they describe.
 
 pub mod binary_sensor;
+pub mod button;
+pub mod device_automation;
 pub mod event;
 pub mod image;
 pub mod light;
@@ -225,5 +227,7 @@ pub fn removal_step(old: &str, new: &str) -> Option<String> {
     removed.then(|| new.to_string())
 }
 
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;

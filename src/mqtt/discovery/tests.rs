@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The demo site's networks as mirrors (slugs assigned as the publisher does).
-fn demo_mirrors() -> Vec<NetMirror> {
+pub(super) fn demo_mirrors() -> Vec<NetMirror> {
     let site = Site::demo();
     let world = World::new(&site);
     let names: Vec<(String, String)> =
@@ -65,7 +65,7 @@ fn demo_mirrors() -> Vec<NetMirror> {
         .collect()
 }
 
-fn renderer(mode: DiscoveryMode) -> Renderer {
+pub(super) fn renderer(mode: DiscoveryMode) -> Renderer {
     Renderer {
         layout: Layout::new("casambi"),
         discovery: Some(Discovery { prefix: "homeassistant".into(), mode, qos: 1 }),
@@ -76,10 +76,15 @@ fn renderer(mode: DiscoveryMode) -> Renderer {
 
 /// Every discovery config (topic → parsed payload) of the demo site in `mode`.
 fn configs(mode: DiscoveryMode) -> BTreeMap<String, Value> {
+    configs_of(mode, demo_mirrors())
+}
+
+/// Every discovery config (topic → parsed payload) of `mirrors` in `mode`.
+pub(super) fn configs_of(mode: DiscoveryMode, mirrors: Vec<NetMirror>) -> BTreeMap<String, Value> {
     let r = renderer(mode);
     let mut out = BTreeMap::new();
     let mut all = r.bridge(&json!({"version": "x"}));
-    for mirror in demo_mirrors() {
+    for mirror in mirrors {
         for o in mirror.owners() {
             all.extend(r.owner(&mirror, &o));
         }
@@ -95,8 +100,13 @@ fn configs(mode: DiscoveryMode) -> BTreeMap<String, Value> {
 /// Every entity config as (platform, merged config): device-mode components with the root's
 /// shared keys, or component-mode payloads as they are.
 fn entities(mode: DiscoveryMode) -> Vec<(String, Value)> {
+    entities_of(mode, demo_mirrors())
+}
+
+/// [`entities`] of `mirrors`.
+pub(super) fn entities_of(mode: DiscoveryMode, mirrors: Vec<NetMirror>) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    for (topic, v) in configs(mode) {
+    for (topic, v) in configs_of(mode, mirrors) {
         match mode {
             DiscoveryMode::Device => {
                 for (_, c) in v["cmps"].as_object().unwrap() {
@@ -120,51 +130,179 @@ fn entities(mode: DiscoveryMode) -> Vec<(String, Value)> {
     out
 }
 
-const MODES: [DiscoveryMode; 2] = [DiscoveryMode::Device, DiscoveryMode::Component];
+pub(super) const MODES: [DiscoveryMode; 2] = [DiscoveryMode::Device, DiscoveryMode::Component];
 
 #[test]
 fn required_keys_per_platform() {
     for mode in MODES {
-        for (platform, c) in entities(mode) {
-            let required: &[&str] = match platform.as_str() {
-                "light" => &["command_topic", "state_topic", "schema", "supported_color_modes"],
-                "binary_sensor" => &["state_topic"],
-                "sensor" => &["state_topic"],
-                "event" => &["state_topic", "event_types"],
-                "number" => &["command_topic", "state_topic", "min", "max", "step"],
-                "switch" => &["command_topic", "state_topic"],
-                "image" => &["image_topic", "content_type"],
-                other => panic!("unexpected platform {other}"),
-            };
-            for k in required {
-                assert!(c.get(*k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+        check_schemas(mode, entities(mode));
+    }
+}
+
+/// Checks every entity against Home Assistant's documented schema of its platform: the keys it
+/// requires, the keys every entity needs, and the rules of each platform.
+pub(super) fn check_schemas(mode: DiscoveryMode, entities: Vec<(String, Value)>) {
+    for (platform, c) in entities {
+        let required: &[&str] = match platform.as_str() {
+            "light" => &["command_topic", "state_topic", "schema", "supported_color_modes"],
+            "binary_sensor" => &["state_topic"],
+            "sensor" => &["state_topic"],
+            "event" => &["state_topic", "event_types"],
+            "number" => &["command_topic", "state_topic", "min", "max", "step"],
+            "switch" => &["command_topic", "state_topic"],
+            "button" => &["command_topic"],
+            "device_automation" => &["automation_type", "topic", "type", "subtype"],
+            "image" => &["image_topic", "content_type"],
+            other => panic!("unexpected platform {other}"),
+        };
+        for k in required {
+            assert!(c.get(*k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+        }
+        if platform == "device_automation" {
+            check_trigger(&c);
+            continue;
+        }
+        for k in ["unique_id", "device", "origin", "default_entity_id"] {
+            assert!(c.get(k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+        }
+        assert!(c.get("object_id").is_none(), "object_id is deprecated: {c}");
+        let eid = c["default_entity_id"].as_str().unwrap();
+        assert!(eid.starts_with(&format!("{platform}.")), "{eid}");
+        assert!(
+            eid[platform.len() + 1..].chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'),
+            "{eid}"
+        );
+        assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
+        assert!(c["device"]["name"].is_string(), "{c}");
+        if let Some(t) = c.get("command_topic") {
+            let t = t.as_str().unwrap();
+            assert!(t.ends_with("/set") || t == "casambi/bridge/request/reload", "{c}");
+            assert!(Layout::new("casambi").is_command(t), "the bridge takes commands on {t}");
+        }
+        if platform == "light" {
+            assert_eq!(c["schema"], "json");
+        }
+        if platform == "event" {
+            assert!(c.get("entity_category").is_none(), "events take no entity_category");
+        }
+        if platform == "image" {
+            // Exactly one of image_topic and url_topic; raw bytes (no b64 encoding).
+            assert!(c.get("url_topic").is_none() && c.get("image_encoding").is_none(), "{c}");
+            assert_eq!(c["content_type"], "image/png");
+            assert!(c["image_topic"].as_str().unwrap().starts_with("casambi/home/photo/"), "{c}");
+        }
+        check_common_options(&platform, &c);
+    }
+}
+
+/// The options every entity may carry, as Home Assistant's schemas take them.
+fn check_common_options(platform: &str, c: &Value) {
+    if let Some(cat) = c.get("entity_category") {
+        assert!(cat == "config" || cat == "diagnostic", "entity_category {cat}: {c}");
+    }
+    if let Some(e) = c.get("enabled_by_default") {
+        assert!(e.is_boolean(), "{c}");
+    }
+    if let Some(icon) = c.get("icon").and_then(Value::as_str).or(c.get("icon").map(|_| "")) {
+        assert!(icon.split_once(':').is_some_and(|(p, n)| !p.is_empty() && !n.is_empty()), "icon {icon:?}: {c}");
+    }
+    match platform {
+        "light" => {
+            assert!(c.get("device_class").is_none(), "a light has no device_class: {c}");
+            const MODES: [&str; 9] = ["onoff", "brightness", "color_temp", "hs", "xy", "rgb", "rgbw", "rgbww", "white"];
+            for m in c["supported_color_modes"].as_array().unwrap() {
+                assert!(MODES.contains(&m.as_str().unwrap()), "colour mode {m}: {c}");
             }
-            for k in ["unique_id", "device", "origin", "default_entity_id"] {
-                assert!(c.get(k).is_some(), "{mode:?} {platform} lacks {k}: {c}");
+            if let Some(g) = c.get("group") {
+                assert!(g.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)), "{c}");
             }
-            assert!(c.get("object_id").is_none(), "object_id is deprecated: {c}");
-            let eid = c["default_entity_id"].as_str().unwrap();
-            assert!(eid.starts_with(&format!("{platform}.")), "{eid}");
-            assert!(
-                eid[platform.len() + 1..].chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'),
-                "{eid}"
-            );
-            assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
-            assert!(c["device"]["name"].is_string(), "{c}");
-            if let Some(t) = c.get("command_topic") {
-                assert!(t.as_str().unwrap().ends_with("/set"), "{c}");
+        }
+        "switch" => {
+            if let Some(dc) = c.get("device_class") {
+                assert!(dc == "outlet" || dc == "switch", "{c}");
             }
-            if platform == "light" {
-                assert_eq!(c["schema"], "json");
-            }
-            if platform == "event" {
-                assert!(c.get("entity_category").is_none(), "events take no entity_category");
-            }
-            if platform == "image" {
-                // Exactly one of image_topic and url_topic; raw bytes (no b64 encoding).
-                assert!(c.get("url_topic").is_none() && c.get("image_encoding").is_none(), "{c}");
-                assert_eq!(c["content_type"], "image/png");
-                assert!(c["image_topic"].as_str().unwrap().starts_with("casambi/home/photo/"), "{c}");
+        }
+        "button" => {
+            assert!(c.get("state_topic").is_none(), "a button has no state: {c}");
+            assert!(c.get("payload_press").is_none_or(Value::is_string), "{c}");
+        }
+        _ => {}
+    }
+}
+
+/// A device trigger as Home Assistant's `device_automation` schema takes it: strings for
+/// `automation_type` (`trigger`), `topic`, `type`, `subtype`, `payload` and `value_template`; no
+/// entity keys (it is no entity); a device with identifiers; a topic under the base topic.
+fn check_trigger(c: &Value) {
+    assert_eq!(c["automation_type"], "trigger", "{c}");
+    for k in ["topic", "type", "subtype", "payload", "value_template"] {
+        assert!(c.get(k).is_none_or(Value::is_string), "{k} must be a string: {c}");
+    }
+    for k in ["name", "default_entity_id", "state_topic", "command_topic", "entity_category", "icon"] {
+        assert!(c.get(k).is_none(), "a trigger takes no {k}: {c}");
+    }
+    assert!(c["device"]["identifiers"].as_array().is_some_and(|a| !a.is_empty()), "{c}");
+    assert!(c["topic"].as_str().is_some_and(|t| t.starts_with("casambi/") && t.ends_with("/event")), "{c}");
+}
+
+#[test]
+fn switches_have_a_device_trigger_per_button_or_one() {
+    for mode in MODES {
+        let all = entities(mode);
+        let triggers: Vec<_> = all.iter().filter(|(p, _)| p == "device_automation").collect();
+        assert_eq!(triggers.len(), 1, "the entrance switch's fixture names one button: one trigger");
+        let t = &triggers[0].1;
+        assert_eq!((t["type"].as_str(), t["subtype"].as_str()), (Some("button_short_press"), Some("switch")));
+        assert_eq!(t["topic"], "casambi/home/unit/entrance-switch/event");
+        assert_eq!(t["payload"], "switch");
+        let events: Vec<_> = all.iter().filter(|(p, c)| p == "event" && c["state_topic"] == t["topic"]).collect();
+        assert_eq!(events.len(), 1, "the event entity stays besides the trigger");
+    }
+    let component = configs(DiscoveryMode::Component);
+    let topics: Vec<&String> = component.keys().filter(|t| t.starts_with("homeassistant/device_automation/")).collect();
+    assert_eq!(topics.len(), 1, "per component, the trigger has a config topic of its own");
+}
+
+#[test]
+fn a_switch_whose_fixture_names_its_buttons_gets_one_trigger_each() {
+    let r = renderer(DiscoveryMode::Device);
+    let mut mirror = demo_mirrors().into_iter().find(|mirror| mirror.view.status.name == "Home").unwrap();
+    let fixture_id = mirror.view.units[&6].fixture_id.unwrap();
+    let mut fixture = (*mirror.view.fixtures[&fixture_id]).clone();
+    fixture.controls = (0..4)
+        .map(|id| {
+            serde_json::from_value(json!({"type": "button", "id": id, "buttonLabel": format!("{}", id + 1)})).unwrap()
+        })
+        .collect();
+    mirror.view.fixtures.insert(fixture_id, Arc::new(fixture));
+    let (_, payload) = &r.unit(&mirror, 6)[0];
+    let v: Value = serde_json::from_str(payload).unwrap();
+    let cmps = v["cmps"].as_object().unwrap();
+    let subtypes: Vec<&str> =
+        cmps.values().filter(|c| c["p"] == "device_automation").map(|c| c["subtype"].as_str().unwrap()).collect();
+    assert_eq!(subtypes, ["button_1", "button_2", "button_3", "button_4"]);
+    assert_eq!(cmps["trigger_button_2"]["payload"], "2");
+    assert!(cmps["trigger_button_2"]["value_template"].as_str().unwrap().contains("'button'"));
+    assert!(cmps.get("trigger_switch").is_none());
+    let ids: BTreeSet<&str> = cmps.values().map(|c| c["unique_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), cmps.len(), "unique ids differ per trigger");
+}
+
+#[test]
+fn group_lights_name_their_member_lights() {
+    for mode in MODES {
+        let all = entities(mode);
+        let light_ids: BTreeSet<&str> =
+            all.iter().filter(|(p, _)| p == "light").map(|(_, c)| c["unique_id"].as_str().unwrap()).collect();
+        let groups: Vec<_> = all.iter().filter(|(_, c)| c["icon"] == "mdi:lightbulb-group").collect();
+        assert_eq!(groups.len(), 3, "Kitchen, Living room and the office's");
+        for (_, g) in groups {
+            let members = g["group"].as_array().unwrap_or_else(|| panic!("group light without `group`: {g}"));
+            assert!(!members.is_empty());
+            for m in members {
+                let m = m.as_str().unwrap();
+                assert!(light_ids.contains(m), "{m} is no light's unique id");
+                assert_ne!(m, g["unique_id"].as_str().unwrap(), "a group is not its own member");
             }
         }
     }
@@ -182,6 +320,25 @@ fn each_gallery_photo_is_an_image_entity_of_its_network() {
         assert_eq!(c["unique_id"], "casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b_photo_photo-home-1");
         assert_eq!(c["device"]["identifiers"][0], "casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b");
     }
+}
+
+#[test]
+fn hidden_scenes_are_disabled_by_default() {
+    let r = renderer(DiscoveryMode::Device);
+    let mut mirror = demo_mirrors().into_iter().find(|mirror| mirror.view.status.name == "Home").unwrap();
+    let shown = r.network(&mirror);
+    let first = *mirror.view.scenes.keys().next().unwrap();
+    mirror.view.scenes.get_mut(&first).unwrap().hidden = true;
+    let hidden = r.network(&mirror);
+    let cmps =
+        |topics: &[(String, String)]| -> Value { serde_json::from_str::<Value>(&topics[0].1).unwrap()["cmps"].clone() };
+    let (shown, hidden) = (cmps(&shown), cmps(&hidden));
+    let key = format!("scene_{first}");
+    assert!(shown[&key].get("enabled_by_default").is_none(), "{}", shown[&key]);
+    assert_eq!(hidden[&key]["enabled_by_default"], false);
+    assert_eq!(shown[&key]["unique_id"], hidden[&key]["unique_id"]);
+    let other = mirror.view.scenes.keys().nth(1).map(|id| format!("scene_{id}")).unwrap();
+    assert!(hidden[&other].get("enabled_by_default").is_none(), "only the hidden scene");
 }
 
 #[test]
@@ -204,7 +361,7 @@ fn colour_modes_are_exclusive() {
         seen.insert(modes.join(","));
     }
     // The demo site covers every kind of light.
-    for expected in ["brightness", "color_temp", "onoff", "xy"] {
+    for expected in ["brightness", "color_temp", "hs", "onoff"] {
         assert!(seen.contains(expected), "{seen:?}");
     }
 }
@@ -263,6 +420,24 @@ fn unique_ids_are_unique_across_the_site_and_the_same_in_both_modes() {
     assert_eq!(set.len(), device.len(), "duplicate unique ids: {device:?}");
     let component: BTreeSet<_> = ids(DiscoveryMode::Component).into_iter().collect();
     assert_eq!(set, component);
+}
+
+#[test]
+fn the_bridge_has_a_reload_button() {
+    for mode in MODES {
+        let buttons: Vec<_> = entities(mode).into_iter().filter(|(p, _)| p == "button").collect();
+        assert_eq!(buttons.len(), 1, "{mode:?}");
+        let c = &buttons[0].1;
+        assert_eq!(c["name"], "Reload");
+        assert_eq!(c["command_topic"], "casambi/bridge/request/reload");
+        assert_eq!(c["payload_press"], "PRESS");
+        assert_eq!(c["entity_category"], "config");
+        assert_eq!(c["device"]["identifiers"][0], "casambi2mqtt_bridge_casambi");
+        assert_eq!(c["availability"][0]["topic"], "casambi/bridge/state");
+    }
+    let nets = BTreeMap::new();
+    let target = crate::mqtt::command_intake::resolve(&Layout::new("casambi"), &nets, "casambi/bridge/request/reload");
+    assert_eq!(target, Some((String::new(), crate::commands::Target::Reload)));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! How a field of the unit JSON is written, by its type: into the JSON text, and as the plain
 //! value of its attribute topic.
 
-use super::{Reading, Xy};
+use super::{Colour, Reading};
 use crate::cloud::model::Control;
 use crate::json_object::{Object, write_array};
 use serde::Serialize;
@@ -92,15 +92,17 @@ impl UnitField for Option<&str> {
     }
 }
 
-impl UnitField for Option<Xy> {
+impl UnitField for Option<Colour> {
     #[inline(always)]
     fn write_json(&self, o: &mut Object<'_>, key: &'static str) -> Range<usize> {
         match *self {
-            Some(Xy { x, y }) => o.field_with(key, |out| {
-                let mut xy = Object::open(out);
-                xy.field("x", &x);
-                xy.field("y", &y);
-                xy.close();
+            Some(Colour { h, s, x, y }) => o.field_with(key, |out| {
+                let mut colour = Object::open(out);
+                colour.field("h", &h);
+                colour.field("s", &s);
+                colour.field("x", &x);
+                colour.field("y", &y);
+                colour.close();
             }),
             None => o.field(key, self),
         }

@@ -41,11 +41,18 @@ fn colour_follows_colorsource() {
     assert_eq!(fields["color_mode"], "color_temp");
     assert_eq!(fields["color_temp"], 3000);
     assert_eq!(fields["color"]["y"], 0.33);
+    assert_eq!((&fields["color"]["h"], &fields["color"]["s"]), (&json!(0.0), &json!(100.0)), "hs as the cloud says");
     let fields = render(
         r#"{"id":3,"on":true,"controls":[{"type":"Colorsource","source":"XY"},{"type":"Color","x":0.31234,"y":0.3}]}"#,
     );
-    assert_eq!(fields["color_mode"], "xy");
-    assert_eq!(fields["color"], json!({"x": 0.3123, "y": 0.3}));
+    assert_eq!(fields["color_mode"], "hs");
+    let (h, s) = crate::color::hue_sat_to_hs(
+        crate::color::xy_to_hue_sat(0.3123, 0.3).0,
+        crate::color::xy_to_hue_sat(0.3123, 0.3).1,
+    );
+    assert_eq!(fields["color"], json!({"h": h, "s": s, "x": 0.3123, "y": 0.3}), "hs converted from xy");
+    let fields = render(r#"{"id":3,"on":true,"controls":[{"type":"Color","rgb":"rgb(0, 0, 255)"}]}"#);
+    assert_eq!(fields["color"], json!({"h": 240.0, "s": 100.0, "x": 0.15, "y": 0.06}), "both from rgb");
 }
 
 #[test]
@@ -158,4 +165,23 @@ fn the_json_has_every_key_once_in_alphabetical_order() {
     let text = serde_json::to_string(&UnitJson::of(&unit(r#"{"id":7}"#), &Caps::default())).unwrap();
     let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap();
     assert!(sorted.windows(2).all(|w| at(w[0]) < at(w[1])), "{text}");
+}
+
+/// A group's state and brightness say what its members do (docs/mqtt.md, "Groups and scenes"):
+/// the brightest member that is on, a relay that is on counting as full.
+#[test]
+fn group_brightness_is_the_brightest_member_that_is_on() {
+    let group = GroupInfo { id: 2, name: "Living room".into(), units: vec![3, 8] };
+    let read = |members: [MemberReading; 2]| {
+        let members = BTreeMap::from([(3, members[0]), (8, members[1])]);
+        let v = group_json(&group, &members);
+        (v["state"].clone(), v["brightness"].clone())
+    };
+    let relay = |on: bool| MemberReading { state: Some(if on { "ON" } else { "OFF" }), brightness: None };
+    let lamp = |on: bool, b: u8| MemberReading { state: Some(if on { "ON" } else { "OFF" }), brightness: Some(b) };
+    assert_eq!(read([relay(true), lamp(false, 0)]), (json!("ON"), json!(255)), "a relay on lights the room");
+    assert_eq!(read([relay(false), lamp(true, 100)]), (json!("ON"), json!(100)));
+    assert_eq!(read([lamp(true, 40), lamp(false, 200)]), (json!("ON"), json!(40)), "an off member does not count");
+    assert_eq!(read([relay(false), lamp(false, 30)]), (json!("OFF"), json!(30)), "all off: the highest level");
+    assert_eq!(read([relay(false), relay(false)]), (json!("OFF"), Value::Null));
 }
