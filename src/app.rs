@@ -171,8 +171,14 @@ pub async fn run(
     let (web, health_addr) = match listener {
         Some((addr, listener)) => {
             let web = Arc::new(web_state(&config, addr, &bridge, &dispatcher, &health, &inner));
-            let bound =
-                web::serve(listener, web.clone(), health.clone()).map_err(|source| AppError::Http { addr, source })?;
+            let bound = match web::serve(listener, web.clone(), health.clone()) {
+                Ok(bound) => bound,
+                Err(source) => {
+                    // The bridge runs already: stop it before giving up.
+                    inner.cancel();
+                    return Err(AppError::Http { addr, source });
+                }
+            };
             (Some(web), Some(bound))
         }
         None => (None, None),

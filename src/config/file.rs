@@ -101,6 +101,7 @@ pub(crate) struct HttpFile {
     pub listen: Option<String>,
     /// What a page beyond loopback must present to control anything.
     pub token: Option<Secret>,
+    /// A file holding `token`.
     pub token_file: Option<PathBuf>,
 }
 

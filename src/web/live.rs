@@ -228,6 +228,26 @@ mod tests {
         assert_eq!(got.len(), 1, "the snapshot, then the stream ends: the page is dropped");
     }
 
+    #[test]
+    fn datapoints_reach_open_pages_as_a_units_frame() {
+        use crate::bridge::state::{NetworkView, Topology};
+        use crate::bridge::update::Update;
+        use crate::cloud::datapoints_fetch::DatapointValue;
+        let web = web();
+        let mut view = NetworkView::new("n1");
+        view.apply_unit(serde_json::from_str(r#"{"id":6,"name":"Switch","type":"BatterySwitch"}"#).unwrap(), false);
+        web.mirror.observe(&Update::Network { view: Arc::new(view), topology: Box::new(Topology::default()) });
+        web.mirror.set_watching(true);
+        drop(web.mirror.take_changes());
+        let latest = [("battery_level".to_string(), DatapointValue::parse("87"))].into_iter().collect();
+        web.set_latest_datapoints("n1", 6, latest);
+        let frames = frames(&web);
+        assert_eq!(frames.len(), 1);
+        let units: serde_json::Value = serde_json::from_str(&frames[0].data).unwrap();
+        assert_eq!(units["units"][0]["battery"], 87.0, "{units}");
+        assert!(web.page_json().contains(r#""battery":87.0"#));
+    }
+
     #[tokio::test]
     async fn a_page_ends_at_shutdown() {
         let web = web();

@@ -86,6 +86,19 @@ struct Dirty {
     bridge_problems: bool,
 }
 
+impl Dirty {
+    fn note_unit(&mut self, network: &str, unit: u32) {
+        match self.units.get_mut(network) {
+            Some(ids) => {
+                ids.insert(unit);
+            }
+            None => {
+                self.units.insert(network.to_string(), BTreeSet::from([unit]));
+            }
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     nets: BTreeMap<String, NetMirror>,
@@ -157,14 +170,7 @@ impl Mirror {
                     net.units.insert(unit.id, unit.clone());
                     net.last_event = Some(Utc::now());
                     if watching {
-                        match inner.dirty.units.get_mut(&**network) {
-                            Some(ids) => {
-                                ids.insert(unit.id);
-                            }
-                            None => {
-                                inner.dirty.units.insert(network.to_string(), BTreeSet::from([unit.id]));
-                            }
-                        }
+                        inner.dirty.note_unit(network, unit.id);
                     }
                 }
             }
@@ -186,6 +192,14 @@ impl Mirror {
             Update::Rejected { network, topic, reason } => {
                 inner.note_problem(network.as_deref(), format!("command on {topic} refused: {reason}"));
             }
+        }
+    }
+
+    /// Sends `unit` of `network` to open pages again at the next tick (what the page shows of it
+    /// changed outside the update stream: its datapoints).
+    pub fn touch(&self, network: &str, unit: u32) {
+        if self.watching.load(Ordering::Relaxed) {
+            self.lock().dirty.note_unit(network, unit);
         }
     }
 

@@ -130,10 +130,14 @@ impl WebState {
     }
 
     /// Records a unit's latest logged datapoints (`key → value`): the page shows its battery
-    /// and energy from them ([`model::battery_and_energy`]) from its next render on.
+    /// and energy from them ([`model::battery_and_energy`]); open pages get the unit again at the
+    /// next tick.
     pub fn set_latest_datapoints(&self, network: &str, unit: u32, latest: BTreeMap<String, DatapointValue>) {
-        let mut all = self.datapoints.lock().unwrap_or_else(|p| p.into_inner());
-        all.entry(network.to_string()).or_default().insert(unit, latest);
+        {
+            let mut all = self.datapoints.lock().unwrap_or_else(|p| p.into_inner());
+            all.entry(network.to_string()).or_default().insert(unit, latest);
+        }
+        self.mirror.touch(network, unit);
     }
 
     /// Takes in new logged datapoints of `network` (oldest first), keeping the newest value of
