@@ -53,6 +53,17 @@ impl Schedule {
 /// renders one network's new sensors at a time.
 pub const FETCHES_AT_ONCE: usize = 2;
 
+/// The longest wait before a network's first fetch: the first fetches of all networks fall due
+/// together when the start-up gate opens, and spread over a tenth of the interval (at most this)
+/// they neither crowd the end of a big site's start-up nor reach the service at one instant.
+pub const FIRST_FETCH_SPREAD: Duration = Duration::from_secs(30);
+
+/// A random wait before a network's first fetch ([`FIRST_FETCH_SPREAD`]).
+pub fn first_fetch_delay(schedule: &Schedule) -> Duration {
+    let spread = (schedule.interval / 10).min(FIRST_FETCH_SPREAD);
+    spread.mul_f64(rand::random::<f64>())
+}
+
 /// What the bridge's supervisors run per network: the schedule and the fetch options of the
 /// `datapoints:` section, and the turns every network's fetch takes ([`FETCHES_AT_ONCE`]).
 #[derive(Clone, Debug)]

@@ -266,6 +266,7 @@ impl Supervisor {
         let (id, updates, shutdown) = (self.id.clone(), self.updates.clone(), shutdown.clone());
         let task = async move {
             gate.opened().await;
+            tokio::time::sleep(crate::datapoints_task::first_fetch_delay(&job.schedule)).await;
             let fetcher = Fetcher::new(&rest, &sessions, &id, job.options);
             let (pages_tx, mut pages) = mpsc::channel::<crate::datapoints_task::Batch>(DATAPOINT_PAGES);
             let forward = async {
