@@ -238,7 +238,9 @@ impl CommandDispatcher {
     pub fn submit(&self, request: Request) -> Result<(), CommandError> {
         let result = self.accept(&request);
         if let Err(e) = &result {
-            reject(&self.inner, &request.topic, Some(&request.network), &e.to_string());
+            // A reload names no network.
+            let network = Some(request.network.as_str()).filter(|n| !n.is_empty());
+            reject(&self.inner, &request.topic, network, &e.to_string());
         }
         result
     }

@@ -275,6 +275,7 @@ async fn a_reload_asks_the_networks_and_a_second_one_waiting_is_refused() {
     assert_eq!(asked.load(Ordering::SeqCst), 2, "no network list needed, no queue");
     let r = rejections.recv().await.unwrap();
     assert_eq!(r.reason, "a reload is already waiting for every network; this one is not needed");
+    assert_eq!(r.network, None, "a reload names no network");
 }
 
 /// A group switched on without a brightness: each of its messages goes out, in order, the second
