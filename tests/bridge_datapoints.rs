@@ -95,7 +95,7 @@ async fn a_session_expired_between_fetches_is_renewed_and_the_fetch_goes_on() {
 #[tokio::test]
 async fn a_site_logins_user_session_serves_the_datapoints() {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.expect("simulator");
-    let h = start_timed(sim, Vec::new(), site_credentials("demo"), 600, timing(Duration::from_secs(600)));
+    let h = start_timed(sim, Vec::new(), site_credentials("demo"), 600, timing(Duration::from_secs(10)));
     h.wait(20, "datapoints of both networks", |m| {
         [HOME, OFFICE].iter().all(|n| m.datapoints.iter().any(|(net, _)| net == n))
     })
