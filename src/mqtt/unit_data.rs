@@ -43,24 +43,41 @@ struct BuiltIn {
     name: Option<&'static str>,
 }
 
-const fn built_in(
-    key: &'static str,
-    class: &'static str,
-    unit: &'static str,
-    state_class: &'static str,
-    diagnostic: bool,
-    name: Option<&'static str>,
-) -> BuiltIn {
-    BuiltIn { key, class, unit, state_class, diagnostic, name }
-}
-
 /// The built-in sensors (docs/datapoints.md#topics-and-sensors).
 const BUILT_IN: [BuiltIn; 5] = [
-    built_in("energy", "energy", "kWh", "total_increasing", false, None),
-    built_in("power", "power", "W", "measurement", false, None),
-    built_in("battery_level", "battery", "%", "measurement", true, None),
-    built_in("driver_temperature", "temperature", "°C", "measurement", true, Some("Driver temperature")),
-    built_in("operating_hours", "duration", "h", "total_increasing", true, Some("Operating hours")),
+    BuiltIn {
+        key: "energy",
+        class: "energy",
+        unit: "kWh",
+        state_class: "total_increasing",
+        diagnostic: false,
+        name: None,
+    },
+    BuiltIn { key: "power", class: "power", unit: "W", state_class: "measurement", diagnostic: false, name: None },
+    BuiltIn {
+        key: "battery_level",
+        class: "battery",
+        unit: "%",
+        state_class: "measurement",
+        diagnostic: true,
+        name: None,
+    },
+    BuiltIn {
+        key: "driver_temperature",
+        class: "temperature",
+        unit: "°C",
+        state_class: "measurement",
+        diagnostic: true,
+        name: Some("Driver temperature"),
+    },
+    BuiltIn {
+        key: "operating_hours",
+        class: "duration",
+        unit: "h",
+        state_class: "total_increasing",
+        diagnostic: true,
+        name: Some("Operating hours"),
+    },
 ];
 
 /// Whether `key` is one of the built-in sensor keys.

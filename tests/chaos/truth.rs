@@ -177,6 +177,11 @@ pub(super) fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<
             let name = tu["name"].as_str().unwrap_or_default().to_string();
             want.insert(topic.clone());
             referable.extend([format!("{topic}/set"), format!("{topic}/event")]);
+            // Logged datapoints are fetched on a schedule of their own, not part of the live
+            // truth: a live unit may have them (and its device name them), a gone unit may not.
+            let data = format!("{topic}/data");
+            want.extend(r.keys().filter(|t| **t == data || t.starts_with(&format!("{data}/"))).cloned());
+            referable.insert(data);
             let availability = format!("{topic}/availability");
             let expected = if online && *gateway_online { "online" } else { "offline" };
             if r.get(&availability).map(String::as_str) != Some(expected) {
@@ -259,8 +264,11 @@ pub(super) fn differences(sim: &Simulator, r: &BTreeMap<String, String>) -> Vec<
                 } else {
                     Value::Null
                 };
-                let brightness =
-                    known.iter().filter_map(|(_, b)| b.as_f64()).reduce(f64::max).map_or(Value::Null, |b| json!(b));
+                // The highest of the members that are on (an on/off-only member that is on counts
+                // as 255), or of all members while none is on (docs/mqtt.md).
+                let lit = known.iter().filter(|(s, _)| s == "ON").map(|(_, b)| b.as_f64().unwrap_or(255.0));
+                let any = known.iter().filter_map(|(_, b)| b.as_f64());
+                let brightness = lit.reduce(f64::max).or(any.reduce(f64::max)).map_or(Value::Null, |b| json!(b));
                 check(&mut out, &format!("{topic} state"), &j["state"], &state);
                 check(&mut out, &format!("{topic} brightness"), &j["brightness"], &brightness);
             }
