@@ -179,15 +179,9 @@ impl Mirror {
                     net.last_event = Some(*at);
                 }
             }
-            // The page's battery and energy come from the web state's own copy
-            // ([`super::WebState::note_datapoints`]); the units are sent again.
-            Update::Datapoints { network, points } => {
-                if watching && inner.nets.contains_key(&**network) {
-                    let units = points.iter().filter_map(|p| p.unit);
-                    inner.dirty.units.entry(network.to_string()).or_default().extend(units);
-                }
-            }
-            Update::Photos { .. } => {}
+            // The page's battery and energy come from the web state's own copy, which sends the
+            // units again ([`super::WebState::note_datapoints`]).
+            Update::Datapoints { .. } | Update::Photos { .. } => {}
             Update::Problem { network, message } => inner.note_problem(network.as_deref(), message.clone()),
             Update::Rejected { network, topic, reason } => {
                 inner.note_problem(network.as_deref(), format!("command on {topic} refused: {reason}"));

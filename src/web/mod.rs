@@ -37,7 +37,7 @@ use mirror::{Mirror, ProblemNote};
 use model::{BridgeModel, NetworkModel, PageModel, RestWindow, UnitModel};
 use rest_rate::RestRate;
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -141,14 +141,22 @@ impl WebState {
     }
 
     /// Takes in new logged datapoints of `network` (oldest first), keeping the newest value of
-    /// the keys the page shows ([`model::BATTERY_KEY`], [`model::ENERGY_KEY`]) per unit.
+    /// the keys the page shows ([`model::BATTERY_KEY`], [`model::ENERGY_KEY`]) per unit; open
+    /// pages get those units again at the next tick.
     pub fn note_datapoints(&self, network: &str, points: &[Datapoint]) {
         let shown = points.iter().filter(|p| p.key == model::BATTERY_KEY || p.key == model::ENERGY_KEY);
-        let mut all = self.datapoints.lock().unwrap_or_else(|p| p.into_inner());
-        for p in shown {
-            let Some(unit) = p.unit else { continue };
-            let units = all.entry(network.to_string()).or_default();
-            units.entry(unit).or_default().insert(p.key.clone(), p.value.clone());
+        let mut touched = BTreeSet::new();
+        {
+            let mut all = self.datapoints.lock().unwrap_or_else(|p| p.into_inner());
+            for p in shown {
+                let Some(unit) = p.unit else { continue };
+                let units = all.entry(network.to_string()).or_default();
+                units.entry(unit).or_default().insert(p.key.clone(), p.value.clone());
+                touched.insert(unit);
+            }
+        }
+        for unit in touched {
+            self.mirror.touch(network, unit);
         }
     }
 
