@@ -247,7 +247,8 @@ async fn demo_inner(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (mqtt_url, protocol) = match &broker {
-        Broker::External(url) => (url.clone(), "v5"),
+        // An existing broker is negotiated with as `run` does: MQTT 5, else 3.1.1 (NATS).
+        Broker::External(url) => (url.clone(), "auto"),
         // The bridge takes the loopback way in even when the broker listens on every interface.
         Broker::Embedded(bound) => {
             (format!("mqtt://{}", SocketAddr::new(reachable_ip(bound.ip()), bound.port())), "v3")

@@ -324,3 +324,53 @@ async fn tcp_nodelay_follows_the_qos_on_the_bridges_sockets() {
         bridge.stop().await;
     }
 }
+
+/// A unit named like an existing one, arriving by a live event (a unit the bridge has not seen)
+/// and then by a full view after `networkUpdated`: the existing unit keeps its slug, so none of
+/// its topics move or are cleared; each newcomer gets `-<id>` (docs/mqtt.md#slugs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_same_named_newcomer_moves_no_existing_topic() {
+    use casambi2mqtt::bridge::update::Update;
+    let (rig, before) = rig().await;
+    let home = rig.home.clone();
+    let existing: BTreeMap<&String, &String> =
+        before.iter().filter(|(t, _)| t.starts_with("casambi/home/unit/kitchen-ceiling")).collect();
+    assert!(existing.len() > 3, "{existing:?}");
+    let mut w = Watcher::start(rig.broker.port(), "#").await;
+    w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+
+    let template = rig.sim.shared().config.site.networks[0].units[0].clone();
+    assert_eq!(template.name, "Kitchen ceiling");
+    let newcomer = |id: i64| {
+        let mut unit = template.clone();
+        unit.id = id;
+        unit.address = format!("d0c0ffee{id:04x}");
+        unit
+    };
+    // By event: the unit's state arrives before any configuration change.
+    rig.sim.shared().world().add_unit(&home, newcomer(42)).unwrap();
+    let unit = view_of(&rig.sim, &home).units[&42].clone();
+    rig.bridge.updates.send(Update::Unit { network: home.as_str().into(), unit }).await.unwrap();
+    retained_until(rig.broker.port(), SETTLE, |r| r.contains_key("casambi/home/unit/kitchen-ceiling-42")).await;
+    // By `networkUpdated`: the full view with a second newcomer.
+    rig.sim.shared().world().add_unit(&home, newcomer(43)).unwrap();
+    let view = view_of(&rig.sim, &home);
+    rig.bridge.updates.send(network_update(&view, Default::default())).await.unwrap();
+    retained_until(rig.broker.port(), SETTLE, |r| r.contains_key("casambi/home/unit/kitchen-ceiling-43")).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let after = retained(rig.broker.port()).await;
+    for (topic, payload) in &existing {
+        assert_eq!(after.get(*topic), Some(*payload), "{topic} moved or changed");
+    }
+    let missing: Vec<&String> = before.keys().filter(|t| !after.contains_key(*t)).collect();
+    assert!(missing.is_empty(), "topics cleared by the newcomers: {missing:?}");
+    let seen = w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    let cleared: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.payload.is_empty() && s.topic.starts_with("casambi/home/unit/kitchen-ceiling"))
+        .map(|s| s.topic.as_str())
+        .collect();
+    assert!(cleared.is_empty(), "cleared on the way: {cleared:?}");
+    rig.bridge.stop().await;
+}

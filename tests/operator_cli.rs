@@ -3,6 +3,8 @@
 //! for rejected credentials, `check`, and the zero-setup `demo` with its embedded broker.
 
 mod common;
+#[path = "common/nats.rs"]
+mod nats;
 
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
@@ -600,4 +602,42 @@ fn logs_are_coloured_only_on_a_terminal_without_no_color() {
     assert!(coloured.contains("WARN") && coloured.contains("\u{1b}["), "{coloured:?}");
     let plain = check_on_a_terminal(Some("1"));
     assert!(plain.contains("WARN") && !plain.contains("\u{1b}["), "{plain:?}");
+}
+
+/// The CPU time (user + system) a running process has used so far, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let per_second = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    let per_second: u64 = String::from_utf8_lossy(&per_second.stdout).trim().parse().unwrap();
+    Duration::from_millis(ticks * 1000 / per_second)
+}
+
+/// `check` waiting on an unreachable cloud and broker sleeps between its attempts: over four
+/// seconds of waiting it uses a small part of one core, not all of it.
+#[test]
+fn check_waits_without_spinning() {
+    let port = closed_port();
+    let f = unreachable_cloud(port, &format!("mqtt://127.0.0.1:{port}"));
+    let mut child = spawn(&["check", "-c", f.path().to_str().unwrap(), "--timeout", "8s"]);
+    std::thread::sleep(Duration::from_secs(1));
+    let before = cpu_time(child.child().id());
+    std::thread::sleep(Duration::from_secs(4));
+    let used = cpu_time(child.child().id()) - before;
+    assert!(child.child().try_wait().unwrap().is_none(), "check ended before its timeout");
+    assert!(used < Duration::from_millis(400), "check used {used:?} of CPU in 4 s of waiting");
+}
+
+/// `demo --mqtt-url` negotiates like `run` (`mqtt.protocol: auto`): against NATS's MQTT gateway,
+/// which speaks 3.1.1 only, the bridge connects and publishes.
+#[test]
+fn demo_with_a_url_negotiates_the_protocol_like_run() {
+    let nats = nats::Nats::start();
+    let demo = Demo::start(&["--mqtt-url", &nats.url()], &[]);
+    assert_eq!(first_message(nats.port(), "mqttv311", "casambi/bridge/state", 20), "online");
+    assert!(!first_message(nats.port(), "mqttv311", "casambi/home/unit/kitchen-ceiling", 20).is_empty());
+    demo.stop();
 }

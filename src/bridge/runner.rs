@@ -249,6 +249,11 @@ impl Bridge {
         self.credentials.borrow().clone()
     }
 
+    /// A receiver of the credentials entries' states, for waiting on their changes.
+    pub fn credential_watch(&self) -> watch::Receiver<Vec<CredentialState>> {
+        self.credentials.clone()
+    }
+
     /// The REST client (its request counters feed `/metrics`).
     pub fn rest(&self) -> &RestClient {
         &self.rest

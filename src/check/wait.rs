@@ -54,11 +54,11 @@ pub async fn run(
         Timing::default(),
         shutdown.clone(),
     )?;
-    let (broker_tx, broker) = watch::channel(BrokerState::Waiting(None));
+    let (broker_tx, mut broker) = watch::channel(BrokerState::Waiting(None));
     tokio::spawn(check_broker(config.mqtt.clone(), broker_tx, shutdown.clone()));
     // The login retries on its own; a TCP connection to the service says why it cannot get
     // through (a name not resolved, a connection refused) while it does.
-    let (cloud_tx, cloud) = watch::channel(None);
+    let (cloud_tx, mut cloud) = watch::channel(None);
     let base = &config.cloud.base_url;
     if let (Some(host), Some(port)) = (base.host_str(), base.port_or_known_default()) {
         let label = format!("cloud {}", base.as_str().trim_end_matches('/'));
@@ -69,11 +69,15 @@ pub async fn run(
     let start = Instant::now();
     let deadline = start + wait;
     let mut next_progress = start + PROGRESS_EVERY;
+    // Each watch is marked seen as it is read, so the wait below wakes only on a new value; a
+    // watch whose sender has gone is no longer waited on (its `changed` would be ready forever).
+    let mut credentials = bridge.credential_watch();
+    let (mut credentials_open, mut broker_open, mut cloud_open) = (true, true, true);
     loop {
-        let states = bridge.credential_states();
+        let states = credentials.borrow_and_update().clone();
         let cloud_done = states.iter().all(|s| !s.is_logging_in()) && report.networks.len() >= bridge.networks().len();
-        let broker_state = broker.borrow().clone();
-        let cloud_failure = cloud.borrow().clone();
+        let broker_state = broker.borrow_and_update().clone();
+        let cloud_failure = cloud.borrow_and_update().clone();
         let failure = last_failure(&states, cloud_failure.as_deref(), &broker_state);
         if cloud_done && broker_state == BrokerState::Connected {
             break;
@@ -94,7 +98,6 @@ pub async fn run(
             next_progress += PROGRESS_EVERY;
         }
         let tick = next_progress.min(deadline);
-        let (mut broker_changes, mut cloud_changes) = (broker.clone(), cloud.clone());
         tokio::select! {
             update = rx.recv() => match update {
                 None => break,
@@ -104,8 +107,9 @@ pub async fn run(
                 Some(Update::Problem { message, .. }) => report.problems.push(message),
                 Some(_) => {}
             },
-            _ = broker_changes.changed() => {}
-            _ = cloud_changes.changed() => {}
+            changed = credentials.changed(), if credentials_open => credentials_open = changed.is_ok(),
+            changed = broker.changed(), if broker_open => broker_open = changed.is_ok(),
+            changed = cloud.changed(), if cloud_open => cloud_open = changed.is_ok(),
             _ = tokio::time::sleep_until(tick) => {}
         }
     }

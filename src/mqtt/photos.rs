@@ -138,9 +138,9 @@ mod tests {
     }
 
     #[test]
-    fn photos_sharing_a_slug_get_their_image_id() {
-        let set = PhotoSet::new(vec![photo("Plan", "a1"), photo("Plan", "b2"), photo("Garden", "c3")].into());
+    fn a_photo_sharing_a_lower_image_ids_slug_gets_its_image_id() {
+        let set = PhotoSet::new(vec![photo("Plan", "b2"), photo("Plan", "a1"), photo("Garden", "c3")].into());
         let slugs: Vec<&str> = set.iter().map(|(_, s)| s).collect();
-        assert_eq!(slugs, ["plan-a1", "plan-b2", "garden"]);
+        assert_eq!(slugs, ["plan-b2", "plan", "garden"]);
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! A slug is readable and stable: lower-case ASCII letters and digits are kept, every other run
 //! of characters becomes one `-`, non-ASCII letters are transliterated first (`Küche` → `kuche`).
-//! Slugs of one kind within one network must be distinct, so every thing whose slug collides
-//! with another's gets `-<id>` appended; the result does not depend on the order things are
-//! listed in. A slug never contains `/`, `+`, `#` or NUL, so it is always a single, literal topic
+//! Slugs of one kind within one network must be distinct: where they collide, the thing with the
+//! lowest id keeps its slug and each other one gets `-<id>` appended, so a newcomer never moves an
+//! existing thing's topics and the result does not depend on the order things are listed in. A slug never contains `/`, `+`, `#` or NUL, so it is always a single, literal topic
 //! level.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,44 +41,40 @@ fn id_slug(id: &impl Display) -> String {
     if s.is_empty() { "id".into() } else { s }
 }
 
-/// Slugs for a set of things of one kind: the slug of each name, with `-<id>` appended to every
-/// one whose slug is shared with another (or is in `reserved`). Order-independent.
+/// Slugs for a set of things of one kind: the slug of each name (`-<id>` appended when it is in
+/// `reserved`); where slugs collide, the thing with the lowest id keeps its slug and every other
+/// gets `-<id>` appended. A thing added later (ids grow as things are added) therefore never
+/// moves an existing one's topics, and the result does not depend on the listing's order.
 pub fn assign<K>(items: impl IntoIterator<Item = (K, impl AsRef<str>)>, reserved: &[&str]) -> BTreeMap<K, String>
 where
     K: Ord + Clone + Display,
 {
-    let mut slugs: BTreeMap<K, (String, bool)> = BTreeMap::new();
-    for (id, name) in items {
-        let base = slug_or_id(name.as_ref(), &id);
-        if reserved.contains(&base.as_str()) {
-            let s = format!("{base}-{}", id_slug(&id));
-            slugs.insert(id, (s, true));
-        } else {
-            slugs.insert(id, (base, false));
-        }
-    }
-    // A suffixed slug ends in its own unique id, so two suffixed slugs never collide; each
-    // round suffixes at least one more slug, so this ends.
+    let mut slugs: BTreeMap<K, String> = items
+        .into_iter()
+        .map(|(id, name)| {
+            let base = slug_or_id(name.as_ref(), &id);
+            let s = if reserved.contains(&base.as_str()) { format!("{base}-{}", id_slug(&id)) } else { base };
+            (id, s)
+        })
+        .collect();
+    // Each round appends an id to every slug that meets one of a lower id. The lowest id never
+    // changes, and each other changes only while a lower one still does, so the rounds end.
     loop {
-        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
-        for (s, _) in slugs.values() {
-            *count.entry(s.as_str()).or_default() += 1;
-        }
-        let colliding: BTreeSet<String> =
-            count.into_iter().filter(|(_, n)| *n > 1).map(|(s, _)| s.to_string()).collect();
-        let mut changed = false;
-        for (id, (s, suffixed)) in slugs.iter_mut() {
-            if !*suffixed && colliding.contains(s.as_str()) {
-                *s = format!("{s}-{}", id_slug(id));
-                *suffixed = true;
-                changed = true;
-            }
-        }
-        if !changed {
+        let mut claimed: BTreeSet<&str> = BTreeSet::new();
+        // By ascending id: the first to claim a slug keeps it.
+        let losers: Vec<K> =
+            slugs.iter().filter(|(_, s)| !claimed.insert(s.as_str())).map(|(id, _)| id.clone()).collect();
+        if losers.is_empty() {
             break;
         }
+        for id in losers {
+            if let Some(s) = slugs.get_mut(&id) {
+                s.push('-');
+                s.push_str(&id_slug(&id));
+            }
+        }
     }
-    slugs.into_iter().map(|(k, (s, _))| (k, s)).collect()
+    slugs
 }
 
 /// The slugs of one kind of thing in one network (units, groups or scenes), by id, kept for
@@ -360,29 +356,41 @@ mod tests {
     }
 
     #[test]
-    fn collisions_get_the_id_whatever_the_order() {
+    fn collisions_leave_the_lowest_id_its_slug_whatever_the_order() {
         let a = assign([(3u32, "Spot"), (1, "spot"), (2, "Lamp")], &[]);
         let b = assign([(2u32, "Lamp"), (1, "spot"), (3, "Spot")], &[]);
         assert_eq!(a, b);
-        assert_eq!(a[&1], "spot-1");
+        assert_eq!(a[&1], "spot");
         assert_eq!(a[&3], "spot-3");
         assert_eq!(a[&2], "lamp");
     }
 
     #[test]
-    fn a_suffixed_slug_that_meets_a_plain_one_suffixes_that_too() {
-        let s = assign([(5u32, "Kitchen"), (7, "Kitchen"), (9, "Kitchen 5")], &[]);
-        assert_eq!(s[&5], "kitchen-5");
-        assert_eq!(s[&7], "kitchen-7");
-        assert_eq!(s[&9], "kitchen-5-9");
-        let all: BTreeSet<_> = s.values().collect();
-        assert_eq!(all.len(), 3);
+    fn a_newcomer_never_moves_an_existing_slug() {
+        let before = assign([(5u32, "Kitchen"), (7, "Kitchen")], &[]);
+        // A third "Kitchen", and a name that reads like a suffixed slug, come later.
+        let after = assign([(5u32, "Kitchen"), (7, "Kitchen"), (9, "Kitchen"), (12, "Kitchen 7")], &[]);
+        for (id, slug) in &before {
+            assert_eq!(&after[id], slug, "{id} moved");
+        }
+        assert_eq!(after[&9], "kitchen-9");
+        assert_eq!(after[&12], "kitchen-7-12");
+        let all: BTreeSet<_> = after.values().collect();
+        assert_eq!(all.len(), 4);
+    }
+
+    #[test]
+    fn a_suffixed_slug_meeting_a_lower_id_is_suffixed_again() {
+        let s = assign([(3u32, "Kitchen 7"), (5, "Kitchen"), (7, "Kitchen")], &[]);
+        assert_eq!(s[&3], "kitchen-7");
+        assert_eq!(s[&5], "kitchen");
+        assert_eq!(s[&7], "kitchen-7-7");
     }
 
     #[test]
     fn empty_slugs_become_the_id_and_still_collide_safely() {
         let s = assign([(5u32, "?"), (7, "5")], &[]);
-        assert_eq!(s[&5], "5-5");
+        assert_eq!(s[&5], "5");
         assert_eq!(s[&7], "5-7");
     }
 
@@ -391,13 +399,13 @@ mod tests {
         let slugs = Slugs::of([(30u32, "Spot"), (4, "Lamp"), (12, "spot"), (7, "")]);
         assert_eq!(slugs.get(&4), Some("lamp"));
         assert_eq!(slugs.get(&7), Some("7"));
-        assert_eq!(slugs.get(&12), Some("spot-12"));
+        assert_eq!(slugs.get(&12), Some("spot"));
         assert_eq!(slugs.get(&30), Some("spot-30"));
         assert_eq!(slugs.get(&5), None);
         assert_eq!(slugs.find("spot-30"), Some(30));
-        assert_eq!(slugs.find("spot"), None);
+        assert_eq!(slugs.find("spot-12"), None);
         let all: Vec<(u32, &str)> = slugs.iter().collect();
-        assert_eq!(all, [(4, "lamp"), (7, "7"), (12, "spot-12"), (30, "spot-30")]);
+        assert_eq!(all, [(4, "lamp"), (7, "7"), (12, "spot"), (30, "spot-30")]);
         assert_eq!(Slugs::default().get(&1), None);
     }
 
