@@ -8,7 +8,7 @@
 
 use anyhow::Context;
 use casambi2mqtt::bridge::state::{Connection, NetworkView};
-use casambi2mqtt::cloud::datapoints_fetch::{Datapoint, DatapointValue};
+use casambi2mqtt::cloud::datapoints::{Datapoint, DatapointValue};
 use casambi2mqtt::cloud::model::{Fixture, NetworkState};
 use casambi2mqtt::mqtt::DiscoveryMode;
 use casambi2mqtt::mqtt::discovery::Discovery;

@@ -143,7 +143,7 @@ pub async fn run(
     let timing = Timing {
         poll_interval: config.cloud.poll_interval,
         resync_interval: config.cloud.resync_interval,
-        datapoints: crate::datapoints_task::Job::of(&config.datapoints),
+        datapoints: crate::bridge::datapoints::Job::of(&config.datapoints),
         ..Timing::default()
     };
     let (updates_tx, mut updates_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);

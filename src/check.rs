@@ -3,8 +3,8 @@
 //! groups, and the Home Assistant entities — without publishing anything. The waiting, with its
 //! progress lines and the cause when time runs out, is in the `wait` module.
 
+use crate::bridge::caps::Caps;
 use crate::bridge::state::NetworkView;
-use crate::mqtt::caps::Caps;
 use crate::mqtt::render::{NetMirror, Renderer};
 use crate::mqtt::unit_data;
 use std::collections::BTreeMap;

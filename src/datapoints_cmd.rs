@@ -3,7 +3,7 @@
 
 use crate::cli::init_logging;
 use anyhow::Context;
-use casambi2mqtt::cloud::datapoints_fetch::{Datapoint, FetchOptions, Fetcher};
+use casambi2mqtt::cloud::datapoints::{Datapoint, FetchOptions, Fetcher};
 use casambi2mqtt::cloud::model::Credentials;
 use casambi2mqtt::cloud::quota::BackoffPolicy;
 use casambi2mqtt::cloud::rest::{DataType, DatapointQuery, RestClient};
@@ -214,7 +214,7 @@ fn parse_data_type(text: &str) -> Result<DataType, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use casambi2mqtt::cloud::datapoints_fetch::DatapointValue;
+    use casambi2mqtt::cloud::datapoints::DatapointValue;
 
     #[test]
     fn csv_fields_are_quoted_only_when_needed() {

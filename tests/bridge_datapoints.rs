@@ -8,9 +8,9 @@ mod bridge_support;
 mod common;
 
 use bridge_support::*;
+use casambi2mqtt::bridge::datapoints::DatapointSettings;
+use casambi2mqtt::bridge::datapoints::{Job, Schedule, fetch_options};
 use casambi2mqtt::bridge::network::Timing;
-use casambi2mqtt::config::DatapointSettings;
-use casambi2mqtt::datapoints_task::{Job, Schedule, fetch_options};
 use casambi2mqtt::sim::log::RequestRecord;
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};

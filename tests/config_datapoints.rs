@@ -2,7 +2,8 @@
 //! overrides down to one sensor's field.
 
 use casambi2mqtt::cloud::rest::DataType;
-use casambi2mqtt::config::{self, Config, SensorSemantics};
+use casambi2mqtt::config::{self, Config};
+use casambi2mqtt::mqtt::settings::SensorSemantics;
 use std::time::Duration;
 
 const BASE: &str = "cloud:\n  api_key: k\nnetworks:\n  - email: a@example.com\n    password: p\n";
@@ -24,31 +25,34 @@ fn problems(extra: &str, vars: &[(&str, &str)]) -> Vec<String> {
 
 #[test]
 fn defaults_when_the_section_is_absent() {
-    let d = parse("", &[]).datapoints;
+    let config = parse("", &[]);
+    let d = config.datapoints;
     assert!(d.enabled);
     assert_eq!(d.interval, Duration::from_secs(900));
     assert_eq!(d.lookback, Duration::from_secs(3600));
     assert_eq!(d.data_types, [DataType::Energy, DataType::Sensors, DataType::Details, DataType::Vendor]);
-    assert!(d.sensors.is_empty());
+    assert!(config.datapoint_sensors.is_empty());
     assert_eq!(parse("datapoints:\n", &[]).datapoints, d);
-    assert_eq!(parse("datapoints:\n  sensors:\n", &[]).datapoints, d);
+    let null_sensors = parse("datapoints:\n  sensors:\n", &[]);
+    assert_eq!(null_sensors.datapoints, d);
+    assert!(null_sensors.datapoint_sensors.is_empty());
 }
 
 #[test]
 fn a_full_section_parses() {
-    let d = parse(
+    let config = parse(
         "datapoints:\n  enabled: false\n  interval: 1m\n  lookback: 60 days\n  data_types: [status, control]\n  \
          sensors:\n    mains_voltage: {device_class: voltage, unit: V, state_class: measurement, diagnostic: true}\n    \
          door: {}\n",
         &[],
-    )
-    .datapoints;
+    );
+    let (d, sensors) = (config.datapoints, config.datapoint_sensors);
     assert!(!d.enabled);
     assert_eq!(d.interval, Duration::from_secs(60));
     assert_eq!(d.lookback, Duration::from_secs(60 * 86_400));
     assert_eq!(d.data_types, [DataType::Status, DataType::Control]);
     assert_eq!(
-        d.sensors["mains_voltage"],
+        sensors["mains_voltage"],
         SensorSemantics {
             device_class: Some("voltage".into()),
             unit: Some("V".into()),
@@ -56,7 +60,7 @@ fn a_full_section_parses() {
             diagnostic: true
         }
     );
-    assert_eq!(d.sensors["door"], SensorSemantics::default());
+    assert_eq!(sensors["door"], SensorSemantics::default());
 }
 
 #[test]
@@ -104,7 +108,7 @@ fn every_rule_names_its_key() {
 
 #[test]
 fn environment_variables_reach_every_key() {
-    let d = parse(
+    let config = parse(
         "datapoints:\n  interval: 5m\n",
         &[
             ("CASAMBI2MQTT_DATAPOINTS__ENABLED", "false"),
@@ -114,12 +118,12 @@ fn environment_variables_reach_every_key() {
             ("CASAMBI2MQTT_DATAPOINTS__SENSORS__MAINS_VOLTAGE__UNIT", "V"),
             ("CASAMBI2MQTT_DATAPOINTS__SENSORS__MAINS_VOLTAGE__DIAGNOSTIC", "true"),
         ],
-    )
-    .datapoints;
+    );
+    let (d, sensors) = (config.datapoints, config.datapoint_sensors);
     assert!(!d.enabled);
     assert_eq!((d.interval, d.lookback), (Duration::from_secs(1200), Duration::from_secs(7200)));
     assert_eq!(d.data_types, [DataType::Energy]);
-    let s = &d.sensors["mains_voltage"];
+    let s = &sensors["mains_voltage"];
     assert_eq!((s.unit.as_deref(), s.diagnostic), (Some("V"), true));
 
     let e = problems("", &[("CASAMBI2MQTT_DATAPOINTS__INTERVAL", "10s")]);

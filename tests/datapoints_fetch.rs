@@ -8,8 +8,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use casambi2mqtt::cloud::datapoints_fetch::tracker::Tracker;
-use casambi2mqtt::cloud::datapoints_fetch::{FetchError, FetchOptions, Fetcher, SessionProvider};
+use casambi2mqtt::cloud::datapoints::tracker::Tracker;
+use casambi2mqtt::cloud::datapoints::{FetchError, FetchOptions, Fetcher, SessionProvider};
 use casambi2mqtt::cloud::model::Secret;
 use casambi2mqtt::cloud::quota::{QuotaConfig, QuotaGuard};
 use casambi2mqtt::cloud::rest::DatapointQuery;

@@ -6,8 +6,8 @@ mod datapoints_support;
 
 use std::time::Duration;
 
-use casambi2mqtt::cloud::datapoints_fetch::Datapoint;
-use casambi2mqtt::datapoints_task::{self, Batch, Schedule, TaskEnd};
+use casambi2mqtt::bridge::datapoints::{self, Batch, Schedule, TaskEnd};
+use casambi2mqtt::cloud::datapoints::Datapoint;
 use chrono::{TimeDelta, Utc};
 use datapoints_support::Harness;
 use tokio::sync::mpsc;
@@ -34,7 +34,7 @@ async fn the_first_interval_reaches_the_lookback_and_later_ones_only_what_is_new
     let (tx, mut rx) = mpsc::channel(64);
     let shutdown = CancellationToken::new();
     let started = Utc::now();
-    let task = datapoints_task::run(&fetcher, schedule(300, Duration::from_secs(3600)), tx, shutdown.clone());
+    let task = datapoints::run(&fetcher, schedule(300, Duration::from_secs(3600)), tx, shutdown.clone());
     let check = async {
         let first = drain(&mut rx, Duration::from_millis(200), Duration::ZERO).await;
         assert!(!first.is_empty());
@@ -56,7 +56,7 @@ async fn a_full_channel_loses_nothing_and_the_task_ends_with_its_receiver() {
     let fetcher = h.fetcher(100);
     let (tx, mut rx) = mpsc::channel(1);
     let shutdown = CancellationToken::new();
-    let task = datapoints_task::run(&fetcher, schedule(3_600_000, Duration::from_secs(86_400)), tx, shutdown);
+    let task = datapoints::run(&fetcher, schedule(3_600_000, Duration::from_secs(86_400)), tx, shutdown);
     let check = async {
         // A slow consumer: the task has to wait for room again and again.
         let got = drain(&mut rx, Duration::from_millis(500), Duration::from_millis(2)).await;

@@ -10,7 +10,7 @@ mod matrix;
 
 use casambi2mqtt::bridge::state::Topology;
 use casambi2mqtt::bridge::update::Update;
-use casambi2mqtt::cloud::datapoints_fetch::{Datapoint, DatapointValue};
+use casambi2mqtt::cloud::datapoints::{Datapoint, DatapointValue};
 use casambi2mqtt::mqtt::{DiscoveryMode, Protocol};
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};

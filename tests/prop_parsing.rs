@@ -8,6 +8,7 @@
 #[path = "prop_parsing/valid.rs"]
 mod valid;
 
+use casambi2mqtt::bridge::caps::Caps;
 use casambi2mqtt::bridge::state::NetworkView;
 use casambi2mqtt::cloud::model::{
     Cct, Color, ColorSource, Colorsource, Control, Fixture, Group, Lux, Network, NetworkSessions, NetworkState, Photo,
@@ -15,7 +16,6 @@ use casambi2mqtt::cloud::model::{
     parse_frame,
 };
 use casambi2mqtt::mqtt::DiscoveryMode;
-use casambi2mqtt::mqtt::caps::Caps;
 use casambi2mqtt::mqtt::discovery::Discovery;
 use casambi2mqtt::mqtt::render::{NetMirror, Renderer};
 use casambi2mqtt::mqtt::topics::Layout;

@@ -2,11 +2,14 @@
 //! stream of typed changes for the MQTT side.
 //!
 //! - [`state`]: one network's state; merges snapshots and events into minimal changes (no I/O).
-//! - [`photos`]: a network's gallery, fetched apart from the live work.
+//! - [`photos`] and [`photo_fetch`]: a network's gallery, fetched apart from the live work.
 //! - [`update`]: the typed stream of changes the consumers (MQTT publisher, `check`) receive.
 
+pub mod caps;
+pub mod datapoints;
 pub mod fixtures;
 pub mod network;
+pub mod photo_fetch;
 pub mod photos;
 mod rest_client;
 pub mod runner;

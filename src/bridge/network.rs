@@ -12,7 +12,7 @@ use super::state::{Connection, NetworkView, SnapshotDelta, Topology};
 use super::update::Update;
 use crate::cloud::CloudError;
 use crate::cloud::channel::{ChannelError, EventChannel, WireEvent};
-use crate::cloud::datapoints_fetch::Fetcher;
+use crate::cloud::datapoints::Fetcher;
 use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
@@ -41,7 +41,7 @@ pub struct Timing {
     /// session.
     pub reopen_delay: Duration,
     /// The logged datapoints each network fetches (`None`: none).
-    pub datapoints: Option<crate::datapoints_task::Job>,
+    pub datapoints: Option<crate::bridge::datapoints::Job>,
 }
 
 impl Default for Timing {
@@ -66,7 +66,7 @@ pub const WIRE_QUEUE: usize = 1024;
 
 /// Pages of datapoints queued between a network's datapoint fetch and the update stream. Small:
 /// a page holds up to 10,000 points, and a full queue only pauses the fetch
-/// ([`crate::datapoints_task`]).
+/// ([`crate::bridge::datapoints`]).
 const DATAPOINT_PAGES: usize = 2;
 
 /// A message for the network's wire, built once the wire number is known, with the answer
@@ -147,7 +147,7 @@ struct SupervisedNetwork {
     photos_revision: Option<Option<u64>>,
     /// The photo fetch running, if any ([`super::photos`]).
     photo_fetch: Option<tokio::task::AbortHandle>,
-    /// The periodic datapoint fetch, once started ([`crate::datapoints_task`]).
+    /// The periodic datapoint fetch, once started ([`crate::bridge::datapoints`]).
     datapoints: Option<tokio::task::AbortHandle>,
 }
 
@@ -266,9 +266,9 @@ impl Supervisor {
         let (id, updates, shutdown) = (self.id.clone(), self.updates.clone(), shutdown.clone());
         let task = async move {
             gate.opened().await;
-            tokio::time::sleep(crate::datapoints_task::first_fetch_delay(&job.schedule)).await;
+            tokio::time::sleep(crate::bridge::datapoints::first_fetch_delay(&job.schedule)).await;
             let fetcher = Fetcher::new(&rest, &sessions, &id, job.options);
-            let (pages_tx, mut pages) = mpsc::channel::<crate::datapoints_task::Batch>(DATAPOINT_PAGES);
+            let (pages_tx, mut pages) = mpsc::channel::<crate::bridge::datapoints::Batch>(DATAPOINT_PAGES);
             let forward = async {
                 while let Some(batch) = pages.recv().await {
                     let update = Update::Datapoints { network: id.clone(), points: batch.points.into() };
@@ -277,7 +277,7 @@ impl Supervisor {
                     }
                 }
             };
-            let fetch = crate::datapoints_task::run_in_turn(&fetcher, job.schedule, &job.turns, pages_tx, shutdown);
+            let fetch = crate::bridge::datapoints::run_in_turn(&fetcher, job.schedule, &job.turns, pages_tx, shutdown);
             tokio::join!(fetch, forward);
         };
         Some(tokio::spawn(task).abort_handle())
@@ -295,7 +295,7 @@ impl Supervisor {
         if let Some(running) = net.photo_fetch.take() {
             running.abort();
         }
-        let fetch = super::photos::PhotoFetch {
+        let fetch = super::photo_fetch::PhotoFetch {
             id: self.id.clone(),
             rest: self.rest.clone(),
             sessions: self.sessions.clone(),
@@ -384,7 +384,7 @@ impl Supervisor {
                 | ServerMessage::PeerChanged { .. }
                 | ServerMessage::NetworkUpdated { .. }
         ) {
-            crate::health::metrics::metrics().events_received.inc();
+            crate::metrics::metrics().events_received.inc();
         }
         match msg {
             ServerMessage::UnitChanged { unit, .. } => {
@@ -494,7 +494,7 @@ impl Supervisor {
     async fn apply_inline(&self, net: &mut SupervisedNetwork, Fetched { config, state }: Fetched) {
         let first = net.view.status.revision.is_none() && net.view.units.is_empty();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        crate::health::metrics::metrics().last_resync.set(now.as_secs_f64());
+        crate::metrics::metrics().last_resync.set(now.as_secs_f64());
         let before_status = net.view.status.clone();
         let mut topology = Topology::default();
         // Dropped here, not held across the awaits below (fixtures, a full queue to the publisher).
@@ -549,7 +549,7 @@ impl Supervisor {
         F: Fn(Secret) -> Fut,
         Fut: std::future::Future<Output = Result<T, CloudError>>,
     {
-        with_session(&self.sessions, &self.id, op).await
+        self.sessions.with_session(&self.id, op).await
     }
 
     /// The network's current session, or a new one when there is none.
@@ -584,24 +584,6 @@ impl Supervisor {
     async fn send(&self, update: Update) {
         // A closed receiver means the bridge is shutting down.
         let _ = self.updates.send(update).await;
-    }
-}
-
-/// Runs a REST call with the session of network `id`; after a 410 gets one new session and
-/// retries once.
-pub(super) async fn with_session<T, F, Fut>(sessions: &SessionSource, id: &str, op: F) -> Result<T, CloudError>
-where
-    F: Fn(Secret) -> Fut,
-    Fut: std::future::Future<Output = Result<T, CloudError>>,
-{
-    let session = sessions.current(id).await?;
-    match op(session.id).await {
-        Err(e) if e.is_session_expired() => {
-            tracing::info!(network = %id, "session expired; renewing it");
-            let session = sessions.renew(id, session.generation).await?;
-            op(session.id).await
-        }
-        other => other,
     }
 }
 

@@ -5,7 +5,7 @@
 //! concern alone.
 
 use crate::cloud::CloudError;
-use crate::cloud::datapoints_fetch::SessionProvider;
+use crate::cloud::datapoints::SessionProvider;
 use crate::cloud::model::Secret;
 use crate::cloud::session::{NetworkSession, SessionManager, UserSessionHandle, UserSessionManager};
 use std::sync::Arc;
@@ -54,6 +54,24 @@ pub enum SessionSource {
 }
 
 impl SessionSource {
+    /// Runs a REST call with the session of network `id`; after a 410 gets one new session and
+    /// retries once.
+    pub async fn with_session<T, F, Fut>(&self, id: &str, op: F) -> Result<T, CloudError>
+    where
+        F: Fn(Secret) -> Fut,
+        Fut: std::future::Future<Output = Result<T, CloudError>>,
+    {
+        let session = self.current(id).await?;
+        match op(session.id).await {
+            Err(e) if e.is_session_expired() => {
+                tracing::info!(network = %id, "session expired; renewing it");
+                let session = self.renew(id, session.generation).await?;
+                op(session.id).await
+            }
+            other => other,
+        }
+    }
+
     /// The e-mail of the credentials (fine to log).
     pub fn email(&self) -> &str {
         match self {

@@ -48,12 +48,12 @@ pub enum Update {
         photos: Arc<[super::photos::NetPhoto]>,
     },
     /// New logged datapoints of a network, oldest first (a page of its periodic fetch,
-    /// [`crate::datapoints_task`]); the consumer keeps the latest of each unit and key.
+    /// [`crate::bridge::datapoints`]); the consumer keeps the latest of each unit and key.
     Datapoints {
         /// Network id.
         network: Arc<str>,
         /// The points.
-        points: Arc<[crate::cloud::datapoints_fetch::Datapoint]>,
+        points: Arc<[crate::cloud::datapoints::Datapoint]>,
     },
     /// A non-retained happening of a unit (occupancy change, switch report).
     Event {

@@ -6,7 +6,7 @@ use super::Report;
 use crate::bridge::network::Timing;
 use crate::bridge::update::Update;
 use crate::bridge::{Bridge, CredentialState};
-use crate::cloud::datapoints_fetch::Fetcher;
+use crate::cloud::datapoints::Fetcher;
 use crate::config::Config;
 use crate::mqtt::client::{self, Client, ClientEvent, QUIET_INFLIGHT};
 use std::collections::BTreeMap;
@@ -144,7 +144,7 @@ async fn datapoint_keys(
     report: &Report,
     deadline: Instant,
 ) -> BTreeMap<String, BTreeMap<String, usize>> {
-    let options = crate::datapoints_task::fetch_options(&config.datapoints);
+    let options = crate::bridge::datapoints::fetch_options(&config.datapoints);
     let to = chrono::Utc::now();
     let from = to - chrono::TimeDelta::from_std(config.datapoints.lookback).unwrap_or(chrono::TimeDelta::hours(1));
     let mut out = BTreeMap::new();

@@ -16,7 +16,7 @@
 //! supervisors drive it.
 
 pub mod channel;
-pub mod datapoints_fetch;
+pub mod datapoints;
 pub mod error;
 pub mod model;
 pub mod quota;

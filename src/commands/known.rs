@@ -10,10 +10,10 @@
 //! the state from before the first one's event came back. This is never published: the published
 //! state always comes from the cloud.
 
+use crate::bridge::caps::Caps;
 use crate::bridge::state::{NetworkStatus, NetworkView};
 use crate::bridge::update::Update;
 use crate::cloud::model::{Control, Fixture, UnitState};
-use crate::mqtt::caps::Caps;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use tokio::time::Instant;

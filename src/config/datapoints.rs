@@ -4,15 +4,15 @@
 use super::error::Problem;
 use super::file::duration;
 use super::reader::Reader;
+use crate::bridge::datapoints::{
+    DEFAULT_DATA_TYPES, DEFAULT_DATAPOINTS_INTERVAL, DEFAULT_DATAPOINTS_LOOKBACK, DatapointSettings,
+};
 use crate::cloud::rest::DataType;
+use crate::mqtt::settings::{DatapointSensors, SensorSemantics};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Default fetch interval per network.
-pub const DEFAULT_DATAPOINTS_INTERVAL: Duration = Duration::from_secs(15 * 60);
-/// Default reach of the first fetch after start-up.
-pub const DEFAULT_DATAPOINTS_LOOKBACK: Duration = Duration::from_secs(3600);
 /// The shortest interval: the service logs on a 15-minute grid, and each fetch costs at least
 /// one request of the per-key quota per network.
 pub const MIN_DATAPOINTS_INTERVAL: Duration = Duration::from_secs(60);
@@ -21,9 +21,6 @@ pub const MAX_DATAPOINTS_LOOKBACK: Duration = Duration::from_secs(60 * 24 * 3600
 /// Every `dataType` the service knows, in its spelling.
 pub const DATA_TYPES: [DataType; 6] =
     [DataType::Sensors, DataType::Vendor, DataType::Control, DataType::Energy, DataType::Details, DataType::Status];
-/// The default `dataType` filter.
-pub const DEFAULT_DATA_TYPES: [DataType; 4] =
-    [DataType::Energy, DataType::Sensors, DataType::Details, DataType::Vendor];
 /// The `state_class` values Home Assistant's sensors take.
 pub const STATE_CLASSES: [&str; 3] = ["measurement", "total", "total_increasing"];
 
@@ -63,48 +60,9 @@ pub(crate) struct SensorFile {
     pub diagnostic: bool,
 }
 
-/// `datapoints:` — which logged datapoints the bridge fetches, and how often.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DatapointSettings {
-    /// Whether the bridge fetches datapoints at all.
-    pub enabled: bool,
-    /// How often each network's new datapoints are fetched (≥ 1 minute).
-    pub interval: Duration,
-    /// How far back the first fetch after start-up reaches (≤ 60 days).
-    pub lookback: Duration,
-    /// The `dataType` filter; never empty, no repeats.
-    pub data_types: Vec<DataType>,
-    /// Home Assistant semantics of extra keys, by datapoint key.
-    pub sensors: BTreeMap<String, SensorSemantics>,
-}
-
-impl Default for DatapointSettings {
-    fn default() -> Self {
-        DatapointSettings {
-            enabled: true,
-            interval: DEFAULT_DATAPOINTS_INTERVAL,
-            lookback: DEFAULT_DATAPOINTS_LOOKBACK,
-            data_types: DEFAULT_DATA_TYPES.to_vec(),
-            sensors: BTreeMap::new(),
-        }
-    }
-}
-
-/// How a datapoint key appears as a Home Assistant sensor.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SensorSemantics {
-    /// Home Assistant `device_class` (`voltage`, `energy`, …).
-    pub device_class: Option<String>,
-    /// Unit of measurement (`V`, `kWh`, …).
-    pub unit: Option<String>,
-    /// `measurement`, `total` or `total_increasing`.
-    pub state_class: Option<String>,
-    /// Shown among the device's diagnostic entities.
-    pub diagnostic: bool,
-}
-
-/// Checks `datapoints:` and builds [`DatapointSettings`].
-pub(crate) fn validate(reader: &mut Reader, d: DatapointsFile) -> Option<DatapointSettings> {
+/// Checks `datapoints:` and builds the bridge's [`DatapointSettings`] and the MQTT side's
+/// sensors of extra keys.
+pub(crate) fn validate(reader: &mut Reader, d: DatapointsFile) -> Option<(DatapointSettings, DatapointSensors)> {
     let before = reader.problems.len();
     let show = |d: Duration| humantime::format_duration(d).to_string();
     if d.interval < MIN_DATAPOINTS_INTERVAL {
@@ -126,13 +84,8 @@ pub(crate) fn validate(reader: &mut Reader, d: DatapointsFile) -> Option<Datapoi
             sensors.insert(key, semantics);
         }
     }
-    (reader.problems.len() == before).then_some(DatapointSettings {
-        enabled: d.enabled,
-        interval: d.interval,
-        lookback: d.lookback,
-        data_types,
-        sensors,
-    })
+    let settings = DatapointSettings { enabled: d.enabled, interval: d.interval, lookback: d.lookback, data_types };
+    (reader.problems.len() == before).then_some((settings, sensors))
 }
 
 /// A duration in days (humantime would count 61 days as "2months"), two decimals at most.

@@ -26,7 +26,7 @@ mod reader;
 mod secrets;
 mod validate;
 
-pub use datapoints::{DATA_TYPES, DatapointSettings, SensorSemantics};
+pub use datapoints::DATA_TYPES;
 pub use env::{PREFIX as ENV_PREFIX, var_for as env_var_for};
 pub use error::{ConfigError, Detail, Problem};
 pub use file::{
@@ -102,7 +102,9 @@ pub struct Config {
     /// `log:` — logging.
     pub log: LogSettings,
     /// `datapoints:` — fetching logged datapoints.
-    pub datapoints: DatapointSettings,
+    pub datapoints: crate::bridge::datapoints::DatapointSettings,
+    /// `datapoints.sensors` — Home Assistant sensors of extra datapoint keys.
+    pub datapoint_sensors: crate::mqtt::settings::DatapointSensors,
     /// `devices:` — per-device settings.
     pub devices: std::sync::Arc<crate::mqtt::devices::Devices>,
     /// The file the configuration came from; `None` = defaults and environment only.
@@ -221,23 +223,28 @@ fn parse_with(
     let devices = devices.and_then(|d| devices::validate(&mut reader, d));
 
     match (cloud, logins, mqtt, http, log, datapoints, devices) {
-        (Some(cloud), Some((networks, sites)), Some(m), Some(http), Some(log), Some(datapoints), Some(devices))
-            if reader.problems.is_empty() =>
-        {
-            Ok(Config {
-                cloud,
-                networks,
-                sites,
-                mqtt: m.mqtt,
-                homeassistant: m.homeassistant,
-                output: m.output,
-                http,
-                log,
-                datapoints,
-                devices: std::sync::Arc::new(devices),
-                file: path.map(Path::to_path_buf),
-            })
-        }
+        (
+            Some(cloud),
+            Some((networks, sites)),
+            Some(m),
+            Some(http),
+            Some(log),
+            Some((datapoints, datapoint_sensors)),
+            Some(devices),
+        ) if reader.problems.is_empty() => Ok(Config {
+            cloud,
+            networks,
+            sites,
+            mqtt: m.mqtt,
+            homeassistant: m.homeassistant,
+            output: m.output,
+            http,
+            log,
+            datapoints,
+            datapoint_sensors,
+            devices: std::sync::Arc::new(devices),
+            file: path.map(Path::to_path_buf),
+        }),
         _ if reader.problems.is_empty() => Err(ConfigError::Invalid(vec![Problem::invalid(
             "configuration",
             "could not be read (no details; please report this)",
@@ -253,7 +260,7 @@ impl Config {
             mqtt: self.mqtt.clone(),
             homeassistant: self.homeassistant.clone(),
             output: self.output.clone(),
-            datapoint_sensors: self.datapoints.sensors.clone(),
+            datapoint_sensors: self.datapoint_sensors.clone(),
             devices: self.devices.clone(),
         }
     }

@@ -6,17 +6,15 @@
 //! while MQTT is connected and every network is `live` or `polling`; otherwise 503, and the JSON
 //! body always says why.
 
-pub mod metrics;
-
 use crate::bridge::state::Connection;
 use crate::bridge::update::Update;
 use crate::cloud::rest::{Outcome, RequestStats};
+use crate::metrics::{ConnectionLabels, RestLabels, metrics};
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use metrics::{ConnectionLabels, RestLabels, metrics};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

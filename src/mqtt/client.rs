@@ -549,7 +549,7 @@ impl Client {
     /// Counts a publication handed over, or says the client has stopped.
     fn published(ok: bool) -> Result<(), ClientError> {
         if ok {
-            crate::health::metrics::metrics().messages_published.inc();
+            crate::metrics::metrics().messages_published.inc();
             Ok(())
         } else {
             Err(ClientError::Closed)

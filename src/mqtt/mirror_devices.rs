@@ -2,11 +2,11 @@
 //! the friendly names and exclusions in the slugs, the `homeassistant:` keys in the discovery
 //! configs the renderer builds.
 
-use super::caps::Caps;
 use super::devices::{DeviceSettings, HaOverrides, Names, Platform, Resolved};
 use super::discovery::Component;
 use super::render::NetMirror;
 use super::topics::Slugs;
+use crate::bridge::caps::Caps;
 
 impl NetMirror {
     /// Matches the `devices:` settings by the slugs of the cloud's names (just computed), then

@@ -7,7 +7,7 @@
 //! - [`settings`]: the `mqtt`, `homeassistant` and `output` configuration sections.
 //! - [`client`]: the rumqttc connection (MQTT 5 / 3.1.1, TLS, last will, backoff).
 //! - [`topics`]: the topic layout and slugs.
-//! - [`caps`], [`unit_json`], [`crate::color`]: what a unit is and the JSON published for it.
+//! - [`unit_json`] (with [`crate::bridge::caps`] and [`crate::color`]): the JSON published for a unit.
 //! - [`discovery`]: HA payloads, one module per platform.
 //! - [`render`]: the wanted retained topics per owner ([`group_cache`]: each group's JSON
 //!   half-made between renders); [`state_text`]: an owner's state payloads in one buffer;
@@ -15,7 +15,6 @@
 //!   [`plan`]: what a change of the mirror publishes (pure).
 //! - [`publisher`]: the loop tying it together; [`gc`]: start-up clean-up; [`command_intake`]: the `…/set` topics.
 
-pub mod caps;
 pub mod client;
 pub mod command_intake;
 pub mod devices;

@@ -12,11 +12,11 @@
 //! sites) keeps the unit's discovery config as it is instead of rendering it again: the config
 //! is rendered again only when what it reads of the unit ([`DiscoveryInputs`]) changed.
 
-use super::caps::Caps;
 use super::render::{DiscoveryInputs, NetMirror, Owner, Renderer};
 use super::state_text::StateText;
 use super::store::{Op, Store};
 use super::unit_json::member_reading;
+use crate::bridge::caps::Caps;
 use crate::cloud::model::UnitState;
 use std::sync::Arc;
 

@@ -516,7 +516,7 @@ impl Publisher {
     /// Takes in new datapoints of a network and publishes the units whose latest values changed:
     /// their data topics, and their device configs when a key with a sensor is new. A unit the
     /// mirror does not know yet keeps its data for when it appears.
-    async fn datapoints_changed(&mut self, network: &str, points: &[crate::cloud::datapoints_fetch::Datapoint]) {
+    async fn datapoints_changed(&mut self, network: &str, points: &[crate::cloud::datapoints::Datapoint]) {
         let Some(mirror) = self.nets.get_mut(network) else {
             tracing::debug!(%network, "datapoints of an unknown network");
             return;

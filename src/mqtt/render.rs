@@ -6,7 +6,6 @@
 //! every topic can be cleared. Within an owner, discovery comes first, then state, then
 //! availability: HA must know an entity before its state arrives.
 
-use super::caps::Caps;
 use super::devices::{Devices, Resolved};
 use super::discovery::{
     self, Component, Device, Discovery, Name, binary_sensor, button, device_automation, event, light, number, sensor,
@@ -15,13 +14,14 @@ use super::discovery::{
 use super::group_cache::GroupCache;
 use super::mirror_devices::{friendly, override_entity, shown_as_switch};
 use super::photos::PhotoSet;
+use super::settings::SensorSemantics;
 use super::state_text::{AVAILABILITY, Leaf, StateText};
 use super::topics::{self, Layout, Slugs};
 use super::unit_data::{self, NetData, UnitData};
 use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
+use crate::bridge::caps::Caps;
 use crate::bridge::state::{GroupInfo, NetworkView};
 use crate::cloud::model::{Fixture, FixtureControlType, UnitState};
-use crate::config::SensorSemantics;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;

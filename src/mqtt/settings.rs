@@ -212,7 +212,7 @@ pub struct Config {
     /// `output:`.
     pub output: OutputSettings,
     /// `datapoints.sensors`: Home Assistant sensors for further datapoint keys.
-    pub datapoint_sensors: std::collections::BTreeMap<String, crate::config::SensorSemantics>,
+    pub datapoint_sensors: DatapointSensors,
     /// `devices:` (shared by every network's mirror).
     pub devices: std::sync::Arc<super::devices::Devices>,
 }
@@ -305,6 +305,22 @@ impl Config {
         Ok(())
     }
 }
+
+/// How a datapoint key appears as a Home Assistant sensor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SensorSemantics {
+    /// Home Assistant `device_class` (`voltage`, `energy`, …).
+    pub device_class: Option<String>,
+    /// Unit of measurement (`V`, `kWh`, …).
+    pub unit: Option<String>,
+    /// `measurement`, `total` or `total_increasing`.
+    pub state_class: Option<String>,
+    /// Shown among the device's diagnostic entities.
+    pub diagnostic: bool,
+}
+
+/// The Home Assistant semantics of extra datapoint keys (`datapoints.sensors`), by key.
+pub type DatapointSensors = std::collections::BTreeMap<String, SensorSemantics>;
 
 #[cfg(test)]
 mod tests {

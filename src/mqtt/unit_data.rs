@@ -6,8 +6,8 @@
 //! does not know yet are kept too: the unit is published with them once a snapshot brings it.
 
 use super::discovery::{self, Component, Name, base_config};
-use crate::cloud::datapoints_fetch::{Datapoint, DatapointValue};
-use crate::config::SensorSemantics;
+use super::settings::SensorSemantics;
+use crate::cloud::datapoints::{Datapoint, DatapointValue};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,8 +4,8 @@
 //! templates and Node-RED flows never miss a key. The raw controls are kept under `controls`, so
 //! nothing the cloud reports is lost even when the bridge does not understand it.
 
-use super::caps::Caps;
 use super::state_text::{Leaf, StateText};
+use crate::bridge::caps::Caps;
 use crate::bridge::state::{GroupInfo, NetworkStatus, SceneInfo, presence};
 use crate::cloud::model::{ColorSource, Control, UnitState};
 use crate::color::{hue_sat_to_hs, hue_sat_to_xy, parse_rgb, rgb8_to_hue_sat, rgb8_to_xy, round4, xy_to_hue_sat};

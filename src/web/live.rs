@@ -232,7 +232,7 @@ mod tests {
     fn datapoints_reach_open_pages_as_a_units_frame() {
         use crate::bridge::state::{NetworkView, Topology};
         use crate::bridge::update::Update;
-        use crate::cloud::datapoints_fetch::DatapointValue;
+        use crate::cloud::datapoints::DatapointValue;
         let web = web();
         let mut view = NetworkView::new("n1");
         view.apply_unit(serde_json::from_str(r#"{"id":6,"name":"Switch","type":"BatterySwitch"}"#).unwrap(), false);

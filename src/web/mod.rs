@@ -21,7 +21,7 @@ pub mod mirror;
 pub mod model;
 mod rest_rate;
 
-use crate::cloud::datapoints_fetch::{Datapoint, DatapointValue};
+use crate::cloud::datapoints::{Datapoint, DatapointValue};
 use crate::cloud::model::Secret;
 use crate::cloud::rest::RequestStats;
 use crate::health::{self, HealthState};

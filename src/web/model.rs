@@ -7,11 +7,11 @@
 //! and battery and energy when logged datapoints supply them ([`UnitModel::fill_datapoints`]).
 
 use super::mirror::{NetMirror, ProblemNote};
+use crate::bridge::caps::Caps;
 use crate::bridge::state::{Connection, NetworkView};
-use crate::cloud::datapoints_fetch::DatapointValue;
+use crate::cloud::datapoints::DatapointValue;
 use crate::cloud::model::UnitState;
 use crate::color::xy_to_rgb8;
-use crate::mqtt::caps::Caps;
 use crate::mqtt::unit_json::{GroupJson, member_reading, unit_json};
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -7,7 +7,7 @@ use casambi2mqtt::bridge::network::Timing;
 use casambi2mqtt::bridge::state::{NetworkStatus, Topology, UnitEvent};
 use casambi2mqtt::bridge::update::Update;
 use casambi2mqtt::bridge::{Bridge, CloudSettings, CredentialSettings};
-use casambi2mqtt::cloud::datapoints_fetch::Datapoint;
+use casambi2mqtt::cloud::datapoints::Datapoint;
 use casambi2mqtt::cloud::model::{Secret, UnitState};
 use casambi2mqtt::sim::log::RequestRecord;
 use casambi2mqtt::sim::site::Site;

@@ -6,7 +6,7 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use casambi2mqtt::cloud::datapoints_fetch::{Datapoint, FetchOptions, Fetcher};
+use casambi2mqtt::cloud::datapoints::{Datapoint, FetchOptions, Fetcher};
 use casambi2mqtt::cloud::model::{Credentials, Secret};
 use casambi2mqtt::cloud::quota::{QuotaConfig, QuotaGuard};
 use casambi2mqtt::cloud::rest::{DataType, DatapointQuery};

@@ -69,7 +69,7 @@ pub(super) async fn run(
                     return;
                 }
                 tracing::warn!(reason = %reason, "event channel lost; reconnecting");
-                crate::health::metrics::metrics().reconnect("websocket");
+                crate::metrics::metrics().reconnect("websocket");
             }
             Err(reason) => {
                 let reason = Arc::new(reason);

@@ -74,7 +74,7 @@ impl Backoff {
     pub(super) async fn connected(&mut self, tx: &EventSender) -> bool {
         self.next = BACKOFF_START;
         self.connected = true;
-        crate::health::metrics::metrics().mqtt_connected.set(1);
+        crate::metrics::metrics().mqtt_connected.set(1);
         tx.send(ClientEvent::Connected).await
     }
 
@@ -82,8 +82,8 @@ impl Backoff {
     pub(super) async fn failed(&mut self, error: String, tx: &EventSender) -> bool {
         if std::mem::replace(&mut self.connected, false) {
             tracing::warn!(%error, "MQTT connection lost; reconnecting");
-            crate::health::metrics::metrics().mqtt_connected.set(0);
-            crate::health::metrics::metrics().reconnect("mqtt");
+            crate::metrics::metrics().mqtt_connected.set(0);
+            crate::metrics::metrics().reconnect("mqtt");
             if !tx.send(ClientEvent::Disconnected).await {
                 return false;
             }

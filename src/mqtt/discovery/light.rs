@@ -4,7 +4,7 @@
 //! and colour, which is exactly the unit JSON, and takes HA's JSON commands on `…/set`.
 
 use super::{Component, Name, base_config};
-use crate::mqtt::caps::Caps;
+use crate::bridge::caps::Caps;
 use serde_json::json;
 
 /// The light of a luminaire: colour modes from its capabilities, kelvin when it has CCT.

@@ -3,7 +3,7 @@
 use super::*;
 use crate::bridge::photos::NetPhoto;
 use crate::bridge::state::NetworkView;
-use crate::cloud::datapoints_fetch::{Datapoint, DatapointValue};
+use crate::cloud::datapoints::{Datapoint, DatapointValue};
 use crate::cloud::model::{Fixture, NetworkState};
 use crate::mqtt::photos::PhotoSet;
 use crate::mqtt::render::{NetMirror, Renderer};

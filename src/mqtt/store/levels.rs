@@ -56,7 +56,7 @@ pub(super) fn is_leaf_of(topic: &str, state_topic: &str, leaf: Leaf) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mqtt::caps::Caps;
+    use crate::bridge::caps::Caps;
     use crate::mqtt::state_text::StateText;
     use crate::mqtt::unit_json::UnitJson;
 

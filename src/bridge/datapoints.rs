@@ -17,10 +17,40 @@ use tokio::sync::Semaphore;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio_util::sync::CancellationToken;
 
-use crate::cloud::datapoints_fetch::tracker::{RETENTION, Tracker};
-use crate::cloud::datapoints_fetch::{Datapoint, FetchOptions, Fetcher, PageSource, SessionProvider};
-use crate::cloud::rest::DatapointQuery;
-use crate::config::DatapointSettings;
+use crate::cloud::datapoints::tracker::{RETENTION, Tracker};
+use crate::cloud::datapoints::{Datapoint, FetchOptions, Fetcher, PageSource, SessionProvider};
+use crate::cloud::rest::{DataType, DatapointQuery};
+
+/// Default fetch interval per network.
+pub const DEFAULT_DATAPOINTS_INTERVAL: Duration = Duration::from_secs(15 * 60);
+/// Default reach of the first fetch after start-up.
+pub const DEFAULT_DATAPOINTS_LOOKBACK: Duration = Duration::from_secs(3600);
+/// The default `dataType` filter.
+pub const DEFAULT_DATA_TYPES: [DataType; 4] =
+    [DataType::Energy, DataType::Sensors, DataType::Details, DataType::Vendor];
+/// `datapoints:` — which logged datapoints the bridge fetches, and how often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatapointSettings {
+    /// Whether the bridge fetches datapoints at all.
+    pub enabled: bool,
+    /// How often each network's new datapoints are fetched (≥ 1 minute).
+    pub interval: Duration,
+    /// How far back the first fetch after start-up reaches (≤ 60 days).
+    pub lookback: Duration,
+    /// The `dataType` filter; never empty, no repeats.
+    pub data_types: Vec<DataType>,
+}
+
+impl Default for DatapointSettings {
+    fn default() -> Self {
+        DatapointSettings {
+            enabled: true,
+            interval: DEFAULT_DATAPOINTS_INTERVAL,
+            lookback: DEFAULT_DATAPOINTS_LOOKBACK,
+            data_types: DEFAULT_DATA_TYPES.to_vec(),
+        }
+    }
+}
 
 /// One page of a network's new datapoints, oldest first.
 #[derive(Clone, Debug, PartialEq)]

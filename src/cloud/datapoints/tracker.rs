@@ -77,7 +77,7 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cloud::datapoints_fetch::DatapointValue;
+    use crate::cloud::datapoints::DatapointValue;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)

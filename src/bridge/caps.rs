@@ -4,7 +4,7 @@
 //! says what they are, so Home Assistant gets the right entity (and keeps it) whatever the unit's
 //! current reachability.
 
-use crate::bridge::state::is_switch_type;
+use super::state::is_switch_type;
 use crate::cloud::model::{Control, Fixture, FixtureControlType, UnitState};
 
 /// A unit's capabilities.
