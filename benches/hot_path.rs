@@ -12,8 +12,9 @@
 use casambi2mqtt::bridge::state::{Connection, NetworkView};
 use casambi2mqtt::cloud::model::{Fixture, NetworkState, ServerMessage, UnitState, parse_frame};
 use casambi2mqtt::mqtt::discovery::Discovery;
+use casambi2mqtt::mqtt::mirror::NetMirror;
 use casambi2mqtt::mqtt::plan;
-use casambi2mqtt::mqtt::render::{NetMirror, Renderer};
+use casambi2mqtt::mqtt::render::Renderer;
 use casambi2mqtt::mqtt::state_text::StateText;
 use casambi2mqtt::mqtt::store::{Op, Store};
 use casambi2mqtt::mqtt::topics::Layout;

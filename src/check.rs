@@ -5,7 +5,8 @@
 
 use crate::bridge::caps::Caps;
 use crate::bridge::state::NetworkView;
-use crate::mqtt::render::{NetMirror, Renderer};
+use crate::mqtt::mirror::NetMirror;
+use crate::mqtt::render::Renderer;
 use crate::mqtt::unit_data;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -11,7 +11,7 @@ use casambi2mqtt::commands::parse::{
 };
 use casambi2mqtt::mqtt::client::Message;
 use casambi2mqtt::mqtt::command_intake::{classify, resolve};
-use casambi2mqtt::mqtt::render::NetMirror;
+use casambi2mqtt::mqtt::mirror::NetMirror;
 use casambi2mqtt::mqtt::topics::{Layout, assign};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;

@@ -17,7 +17,8 @@ use casambi2mqtt::cloud::model::{
 };
 use casambi2mqtt::mqtt::DiscoveryMode;
 use casambi2mqtt::mqtt::discovery::Discovery;
-use casambi2mqtt::mqtt::render::{NetMirror, Renderer};
+use casambi2mqtt::mqtt::mirror::NetMirror;
+use casambi2mqtt::mqtt::render::Renderer;
 use casambi2mqtt::mqtt::topics::Layout;
 use casambi2mqtt::mqtt::unit_json::UnitJson;
 use proptest::prelude::*;

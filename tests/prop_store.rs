@@ -6,8 +6,8 @@
 //! brokers must always be equal, equal to what the owners want whenever connected, and the
 //! store's answers to questions must be the model's.
 
-use casambi2mqtt::mqtt::render::Owner;
 use casambi2mqtt::mqtt::state_text::{AVAILABILITY, Leaf, StateText};
+use casambi2mqtt::mqtt::store::Owner;
 use casambi2mqtt::mqtt::store::{Op, StaleCheck, Store};
 use casambi2mqtt::mqtt::unit_json::UNIT_KEYS;
 use proptest::prelude::*;

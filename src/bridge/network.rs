@@ -145,7 +145,7 @@ struct SupervisedNetwork {
     fixtures_asked: std::collections::BTreeSet<u32>,
     /// The revision the photos were last fetched for (`None`: not fetched yet).
     photos_revision: Option<Option<u64>>,
-    /// The photo fetch running, if any ([`super::photos`]).
+    /// The photo fetch running, if any ([`super::photo_fetch`]).
     photo_fetch: Option<tokio::task::AbortHandle>,
     /// The periodic datapoint fetch, once started ([`crate::bridge::datapoints`]).
     datapoints: Option<tokio::task::AbortHandle>,

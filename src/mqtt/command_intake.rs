@@ -7,7 +7,7 @@
 //! the clearing itself coming back) are never commands.
 
 use super::client::Message;
-use super::render::NetMirror;
+use super::mirror::NetMirror;
 use super::topics::{Layout, Slugs};
 use crate::commands::Target as CommandTarget;
 use std::collections::BTreeMap;

@@ -16,7 +16,8 @@
 
 use super::client::{Client, ClientEvent, Events, Message};
 use super::discovery::{self, ORIGIN_NAME};
-use super::render::{NetMirror, instance_object_id};
+use super::mirror::NetMirror;
+use super::render::instance_object_id;
 use super::settings::{Config, MqttSettings};
 use super::topics::Layout;
 use std::collections::{BTreeMap, HashSet};

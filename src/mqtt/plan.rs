@@ -12,8 +12,10 @@
 //! sites) keeps the unit's discovery config as it is instead of rendering it again: the config
 //! is rendered again only when what it reads of the unit ([`DiscoveryInputs`]) changed.
 
-use super::render::{DiscoveryInputs, NetMirror, Owner, Renderer};
+use super::mirror::NetMirror;
+use super::render::{DiscoveryInputs, Renderer};
 use super::state_text::StateText;
+use super::store::Owner;
 use super::store::{Op, Store};
 use super::unit_json::member_reading;
 use crate::bridge::caps::Caps;

@@ -6,171 +6,30 @@
 //! every topic can be cleared. Within an owner, discovery comes first, then state, then
 //! availability: HA must know an entity before its state arrives.
 
-use super::devices::{Devices, Resolved};
+use super::devices::{friendly, override_entity, shown_as_switch};
 use super::discovery::{
     self, Component, Device, Discovery, Name, binary_sensor, button, device_automation, event, light, number, sensor,
     switch,
 };
-use super::group_cache::GroupCache;
-use super::mirror_devices::{friendly, override_entity, shown_as_switch};
-use super::photos::PhotoSet;
+use super::mirror::NetMirror;
 use super::settings::SensorSemantics;
 use super::state_text::{AVAILABILITY, Leaf, StateText};
-use super::topics::{self, Layout, Slugs};
-use super::unit_data::{self, NetData, UnitData};
-use super::unit_json::{GroupJson, MemberReading, UnitJson, member_reading, network_json, unit_json};
+use super::store::{Owner, Topics};
+use super::topics::{self, Layout};
+use super::unit_data::{self, UnitData};
+use super::unit_json::{UnitJson, network_json, unit_json};
 use crate::bridge::caps::Caps;
-use crate::bridge::state::{GroupInfo, NetworkView};
+use crate::bridge::state::GroupInfo;
 use crate::cloud::model::{Fixture, FixtureControlType, UnitState};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod photos;
 mod unit_device;
 
 pub use unit_device::DiscoveryInputs;
 use unit_device::unit_component_count;
-
-/// Retained topics with their payloads, in publishing order.
-pub type Topics = Vec<(String, String)>;
-
-/// Who a retained topic belongs to. The order is the republishing order.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Owner {
-    /// `<base>/bridge/…` and the bridge device.
-    Bridge,
-    /// A network's JSON, availability and device (by network id).
-    Network(Arc<str>),
-    /// A unit (network id, unit id).
-    Unit(Arc<str>, u32),
-    /// A group (network id, group id).
-    Group(Arc<str>, u32),
-    /// A scene (network id, scene id).
-    Scene(Arc<str>, u32),
-}
-
-/// The mirror of one network with everything derived from it that topics depend on.
-#[derive(Debug, Clone)]
-pub struct NetMirror {
-    /// The network as last reported.
-    pub view: NetworkView,
-    /// The network id as owners carry it (shared, so naming an owner allocates nothing).
-    pub key: Arc<str>,
-    /// The network's slug (site-wide unique).
-    pub slug: String,
-    /// Unit slugs.
-    pub unit_slugs: Slugs,
-    /// Group slugs.
-    pub group_slugs: Slugs,
-    /// Scene slugs.
-    pub scene_slugs: Slugs,
-    /// Groups whose JSON may have changed since it was last rendered (a member's reading or
-    /// capabilities changed), without repeats. A group's JSON summarises its members, so it is
-    /// rendered once for all the member changes taken in together, not once per member
-    /// ([`super::plan::stale_group_ops`]). Kept allocated between batches.
-    pub stale_groups: Vec<u32>,
-    /// Each group's members' readings and constant JSON, for its next render: made with the
-    /// mirror and again after a unit's identity changed ([`NetMirror::recache_groups`]), kept up
-    /// to date by [`super::plan::unit_ops`].
-    pub group_cache: GroupCache,
-    /// The network's photos, with their PNG files: kept here because everything published is
-    /// rendered again from the mirror ([`super::photos`]).
-    pub photos: PhotoSet,
-    /// The latest logged datapoints of its units ([`super::unit_data`]).
-    pub data: NetData,
-    /// The `devices:` settings of the whole bridge (empty without the section).
-    pub devices: Arc<Devices>,
-    /// The slug of the network's name in the cloud, by which `devices:` keys name it ([`slug`]
-    /// is the slug of its friendly name).
-    ///
-    /// [`slug`]: NetMirror::slug
-    pub key_slug: String,
-    /// The `devices:` settings matched to this network's units, groups and scenes.
-    pub settings: Resolved,
-}
-
-impl NetMirror {
-    /// A mirror of `view` known by `slug`.
-    pub fn new(view: NetworkView, slug: String) -> NetMirror {
-        NetMirror::with_devices(view, slug.clone(), slug, Arc::default())
-    }
-
-    /// A mirror of `view` known by `slug`, whose name in the cloud has `key_slug`, with the
-    /// bridge's `devices:` settings.
-    pub fn with_devices(view: NetworkView, slug: String, key_slug: String, devices: Arc<Devices>) -> NetMirror {
-        let mut mirror = NetMirror {
-            key: Arc::from(view.status.id.as_str()),
-            view,
-            slug,
-            unit_slugs: Slugs::default(),
-            group_slugs: Slugs::default(),
-            scene_slugs: Slugs::default(),
-            stale_groups: Vec::new(),
-            group_cache: GroupCache::default(),
-            photos: PhotoSet::default(),
-            data: NetData::default(),
-            devices,
-            key_slug,
-            settings: Resolved::default(),
-        };
-        mirror.reslug();
-        mirror.recache_groups();
-        mirror
-    }
-
-    /// Makes the group cache again from the view (a new unit, or one whose identity changed).
-    pub fn recache_groups(&mut self) {
-        self.group_cache = GroupCache::of(&self.view, |u| self.reading(u));
-    }
-
-    /// A group's JSON worked out from the units themselves, without the cache.
-    fn group_json<'g>(&self, g: &'g GroupInfo) -> GroupJson<'g> {
-        GroupJson::of(g, |u| self.view.units.get(&u).map(|unit| self.reading(unit)))
-    }
-
-    /// What a group's JSON reads of `unit` as a member.
-    fn reading(&self, unit: &UnitState) -> MemberReading {
-        member_reading(unit, self.is_light(unit))
-    }
-
-    /// Recomputes the unit, group and scene slugs (after names changed), and with `devices:`
-    /// the settings matched to them.
-    pub fn reslug(&mut self) {
-        let v = &self.view;
-        self.unit_slugs = Slugs::of(v.units.iter().map(|(id, u)| (*id, u.name.as_deref().unwrap_or_default())));
-        self.group_slugs = Slugs::of(v.groups.iter().map(|(id, g)| (*id, g.name.as_str())));
-        self.scene_slugs = Slugs::of(v.scenes.iter().map(|(id, s)| (*id, s.name.as_str())));
-        if !self.devices.is_empty() {
-            self.apply_devices();
-        }
-    }
-
-    /// The capabilities of a unit (its controls merged with its fixture's).
-    pub fn caps(&self, unit: &UnitState) -> Caps {
-        Caps::of(unit, self.fixture_of(unit))
-    }
-
-    /// Whether `unit` is a light ([`Caps::light_of`]).
-    pub fn is_light(&self, unit: &UnitState) -> bool {
-        // The fixture is looked up only when the unit's type does not answer: a group's JSON asks
-        // this of every member on each change, and nearly every member is a luminaire.
-        Caps::light_of(unit, || self.fixture_of(unit))
-    }
-
-    pub(crate) fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {
-        unit.fixture_id.and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f)
-    }
-
-    /// Every owner of this network.
-    pub fn owners(&self) -> Vec<Owner> {
-        let id = &self.key;
-        let mut o = vec![Owner::Network(id.clone())];
-        o.extend(self.view.units.keys().map(|u| Owner::Unit(id.clone(), *u)));
-        o.extend(self.view.groups.keys().map(|g| Owner::Group(id.clone(), *g)));
-        o.extend(self.view.scenes.keys().map(|s| Owner::Scene(id.clone(), *s)));
-        o
-    }
-}
 
 /// Renders topics for one bridge (base topic, discovery settings, output options).
 #[derive(Debug, Clone)]

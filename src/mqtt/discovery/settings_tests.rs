@@ -5,7 +5,7 @@ use super::tests::{MODES, check_schemas, configs_of, demo_mirrors, entities_of, 
 use super::*;
 use crate::mqtt::command_intake;
 use crate::mqtt::devices::{DeviceFile, DeviceKey, DeviceSettings, Devices};
-use crate::mqtt::render::NetMirror;
+use crate::mqtt::mirror::NetMirror;
 use crate::mqtt::topics::Layout;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -25,16 +25,34 @@ mod owner_topics;
 mod prints;
 mod stale;
 
-use super::render::{Owner, Topics};
 use super::state_text::{Leaf, StateText};
 use levels::{is_leaf_of, is_level, level_index};
 use owner_map::OwnerMap;
 use owner_topics::{OwnerTopics, WHOLE, Walk, is_whole, last_names, slot_level};
 use prints::{PRINT_BITS, fingerprint, payload_print, print_of, with_print};
 pub use stale::StaleCheck;
+use std::sync::Arc;
 // foldhash: the store hashes every topic it publishes; SipHash's DoS resistance buys nothing
 // for topics this process made itself, and costs several times more per lookup.
 use foldhash::{HashMap, HashSet};
+
+/// Retained topics with their payloads, in publishing order.
+pub type Topics = Vec<(String, String)>;
+
+/// Who a retained topic belongs to. The order is the republishing order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Owner {
+    /// `<base>/bridge/…` and the bridge device.
+    Bridge,
+    /// A network's JSON, availability and device (by network id).
+    Network(Arc<str>),
+    /// A unit (network id, unit id).
+    Unit(Arc<str>, u32),
+    /// A group (network id, group id).
+    Group(Arc<str>, u32),
+    /// A scene (network id, scene id).
+    Scene(Arc<str>, u32),
+}
 
 /// One broker operation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 //! A lookup hashes the network's id once (most of what hashing the whole owner would cost) and
 //! then binary-searches a list of at most a few hundred ids.
 
-use crate::mqtt::render::Owner;
+use crate::mqtt::store::Owner;
 use foldhash::HashMap;
 use std::sync::Arc;
 

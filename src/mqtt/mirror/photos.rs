@@ -1,5 +1,6 @@
-//! A network's photos as retained topics and Home Assistant `image` entities (docs/mqtt.md,
-//! "Photos"; docs/homeassistant.md).
+//! A network's photos as the mirror keeps them, and the stand-ins the store holds for them
+//! (docs/mqtt.md, "Photos"; the topics and `image` entities are rendered by
+//! `render::photos`).
 //!
 //! The store compares text payloads by their hashes and keeps no payloads; a photo is a PNG file
 //! of up to 4 MiB. So the store is handed a short *stand-in* for each photo: a text naming the
@@ -13,10 +14,8 @@
 //! fetching them again from the cloud each time would spend the API key's quota and leave the
 //! broker without the photos until it answered.
 
-use super::discovery::{self, Component, Name, image};
-use super::render::{NetMirror, Renderer, Topics, entity_name};
-use super::topics;
 use crate::bridge::photos::NetPhoto;
+use crate::mqtt::topics;
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -79,31 +78,6 @@ impl PhotoRef<'_> {
         let (network, rest) = rest.split_once('\0')?;
         let (image, digest) = rest.rsplit_once('\0')?;
         Some(PhotoRef { network, image, digest: u64::from_str_radix(digest, 16).ok()? })
-    }
-}
-
-impl Renderer {
-    /// The photo topics of `mirror`'s network, with their stand-ins.
-    pub(super) fn photo_topics(&self, mirror: &NetMirror, out: &mut Topics) {
-        for (photo, slug) in mirror.photos.iter() {
-            out.push((self.layout.photo(&mirror.slug, slug), PhotoRef::text(&mirror.key, photo)));
-        }
-    }
-
-    /// The image entities of `mirror`'s network device (object id `oid`).
-    pub(super) fn photo_components(&self, mirror: &NetMirror, oid: &str, out: &mut Vec<Component>) {
-        let net = mirror.slug.as_str();
-        for (photo, slug) in mirror.photos.iter() {
-            let key = format!("photo_{}", discovery::key(&photo.image));
-            let name: Name = entity_name(&photo.name, &mirror.view.status.name, "Photo", &photo.image);
-            out.push(image::photo(
-                key.clone(),
-                format!("{oid}_{key}"),
-                name,
-                &discovery::entity_id("image", &[net, "photo", slug]),
-                self.layout.photo(net, slug),
-            ));
-        }
     }
 }
 

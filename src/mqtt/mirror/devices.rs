@@ -2,17 +2,15 @@
 //! the friendly names and exclusions in the slugs, the `homeassistant:` keys in the discovery
 //! configs the renderer builds.
 
-use super::devices::{DeviceSettings, HaOverrides, Names, Platform, Resolved};
-use super::discovery::Component;
-use super::render::NetMirror;
-use super::topics::Slugs;
-use crate::bridge::caps::Caps;
+use super::NetMirror;
+use crate::mqtt::devices::{DeviceSettings, Names, Platform, Resolved, shown_as_switch};
+use crate::mqtt::topics::Slugs;
 
 impl NetMirror {
     /// Matches the `devices:` settings by the slugs of the cloud's names (just computed), then
     /// makes the slugs again from the friendly names, leaving out what is excluded: an excluded
     /// unit, group or scene has no slug, so no topic, no discovery and no command topic.
-    pub(super) fn apply_devices(&mut self) {
+    pub(in crate::mqtt) fn apply_devices(&mut self) {
         let v = &self.view;
         let settings = {
             let names = Names {
@@ -62,26 +60,4 @@ impl NetMirror {
             })
             .collect()
     }
-}
-
-/// The friendly name of `settings`, else `cloud`.
-pub(super) fn friendly<'a>(settings: Option<&'a DeviceSettings>, cloud: &'a str) -> &'a str {
-    settings.and_then(|s| s.name.as_deref()).unwrap_or(cloud)
-}
-
-/// Merges the `homeassistant:` keys of `settings` into a main entity's config. An `event` takes
-/// no `entity_category` (HA rejects the config), so it keeps none.
-pub(super) fn override_entity(settings: Option<&DeviceSettings>, component: &mut Component) {
-    if let Some(s) = settings {
-        s.homeassistant.apply_entity(&mut component.config);
-        if component.platform == "event" {
-            component.config.remove("entity_category");
-        }
-    }
-}
-
-/// Whether a unit with `caps` and `settings` is shown as a `switch`: asked for, and on/off only
-/// (a unit that dims or has colour stays a light; the bridge warns of it).
-pub fn shown_as_switch(caps: &Caps, ha: Option<&HaOverrides>) -> bool {
-    ha.and_then(|h| h.platform) == Some(Platform::Switch) && caps.is_light() && caps.color_modes() == ["onoff"]
 }
