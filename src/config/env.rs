@@ -15,11 +15,9 @@
 //! - Setting a secret (`api_key`, `password`) or its `*_file` drops the other one when it came from
 //!   the file: the environment replaces the file's secret, whichever form either uses.
 
+pub use super::error::PREFIX;
 use super::error::{Detail, Problem};
 use serde_yaml::{Mapping, Value};
-
-/// The prefix of every configuration variable.
-pub const PREFIX: &str = "CASAMBI2MQTT_";
 
 /// The top-level keys that are lists of entries; a variable of that name sets the whole list.
 const LIST_SECTIONS: [&str; 2] = ["NETWORKS", "SITES"];

@@ -8,6 +8,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// The prefix of every configuration variable: the reader looks for it, and problems found in
+/// the environment name it.
+pub const PREFIX: &str = "CASAMBI2MQTT_";
+
 /// Why the configuration could not be loaded. The binary exits with [`ConfigError::EXIT_CODE`].
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -128,7 +132,7 @@ impl fmt::Display for Problem {
             Detail::Conflict { other } => write!(f, "{key} and {other} are both set; use only one"),
             Detail::BadEnvName => match &self.env_var {
                 Some(var) => {
-                    write!(f, "{var}: not a configuration variable (expected {}<SECTION>__<KEY>)", super::env::PREFIX)
+                    write!(f, "{var}: not a configuration variable (expected {}<SECTION>__<KEY>)", PREFIX)
                 }
                 None => write!(f, "{key}: not a configuration variable"),
             },

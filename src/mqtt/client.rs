@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+mod answers;
 mod auto;
 mod poll;
 pub use poll::Events;
@@ -254,65 +255,6 @@ fn network_options(nodelay: bool) -> rumqttc::NetworkOptions {
     let mut n = rumqttc::NetworkOptions::new();
     n.set_tcp_nodelay(nodelay);
     n
-}
-
-/// Hint appended to a connection error the broker gave for the credentials.
-const AUTH_HINT: &str = "the broker rejected the user name or password (check mqtt.username and mqtt.password)";
-
-/// A hint for a TLS failure caused by the broker's certificate, naming what to change.
-fn tls_hint(error: &rumqttc::TlsError) -> Option<&'static str> {
-    use rumqttc::tokio_rustls::rustls::{CertificateError as C, Error as Rustls};
-    let rustls = match error {
-        rumqttc::TlsError::TLS(e) => Some(e),
-        // tokio-rustls reports handshake failures as I/O errors wrapping the rustls error.
-        rumqttc::TlsError::Io(e) => e.get_ref().and_then(|inner| inner.downcast_ref::<Rustls>()),
-        _ => None,
-    }?;
-    let Rustls::InvalidCertificate(cert) = rustls else { return None };
-    Some(match cert {
-        C::UnknownIssuer | C::BadSignature => {
-            "the broker's certificate is not signed by a trusted CA: set mqtt.ca_file to the CA certificate (PEM) that signed it"
-        }
-        C::NotValidForName | C::NotValidForNameContext { .. } => {
-            "the broker's certificate does not name the host in mqtt.url (use the name or address it was issued for)"
-        }
-        C::Expired | C::ExpiredContext { .. } | C::NotValidYet | C::NotValidYetContext { .. } => {
-            "the broker's certificate is expired or not yet valid (check the broker's certificate and this host's clock)"
-        }
-        _ => "the broker's certificate was refused (check mqtt.ca_file and the broker's certificate)",
-    })
-}
-
-/// A connection error as logged: rumqttc's text plus, for failures fixed in the configuration
-/// (rejected credentials, an untrusted certificate), what to change.
-fn describe_v3(error: &rumqttc::ConnectionError) -> String {
-    use rumqttc::{ConnectReturnCode as Code, ConnectionError as E};
-    let hint = match error {
-        E::ConnectionRefused(Code::BadUserNamePassword | Code::NotAuthorized) => Some(AUTH_HINT),
-        E::Tls(tls) => tls_hint(tls),
-        _ => None,
-    };
-    match hint {
-        Some(hint) => format!("{hint}: {error}"),
-        None => error.to_string(),
-    }
-}
-
-/// [`describe_v3`] for MQTT 5.
-fn describe_v5(error: &rumqttc::v5::ConnectionError) -> String {
-    use rumqttc::v5::ConnectionError as E;
-    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
-    let hint = match error {
-        E::ConnectionRefused(Code::BadUserNamePassword | Code::NotAuthorized | Code::BadAuthenticationMethod) => {
-            Some(AUTH_HINT)
-        }
-        E::Tls(tls) => tls_hint(tls),
-        _ => None,
-    };
-    match hint {
-        Some(hint) => format!("{hint}: {error}"),
-        None => error.to_string(),
-    }
 }
 
 fn qos3(q: u8) -> rumqttc::QoS {
@@ -611,6 +553,7 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    use super::answers::{describe_v3, describe_v5};
     use super::*;
 
     #[test]

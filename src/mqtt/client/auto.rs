@@ -9,8 +9,9 @@
 //! the protocol (nothing listening, a TLS failure, a timeout) leave it unsettled, and the next
 //! attempt starts with MQTT 5 again.
 
+use super::Spoken;
+use super::answers::{describe_v3, describe_v5, v3_answer, v5_not_spoken};
 use super::poll::{Backoff, EventSender, poll_v3, poll_v5};
-use super::{Spoken, describe_v3, describe_v5};
 use rumqttc::v5::ConnectionError as E5;
 use rumqttc::{ConnectionError as E3, Outgoing};
 use std::sync::Arc;
@@ -19,43 +20,6 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// Added when neither version got a CONNACK: the answers alone cannot say why.
 const NEITHER_HINT: &str = "is mqtt.url an MQTT broker's, and is the broker able to serve? (a NATS server \
                             without JetStream closes MQTT connections like this; see the broker's log)";
-
-/// Whether an I/O error means the peer hung up on an established connection.
-fn hung_up(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind as K;
-    matches!(e.kind(), K::ConnectionReset | K::ConnectionAborted | K::UnexpectedEof | K::BrokenPipe)
-}
-
-/// What the broker answered an MQTT 5 CONNECT when the answer means "no MQTT 5 here": a
-/// CONNACK refusing the version, the connection closed before a CONNACK, or bytes that are no
-/// MQTT 5 CONNACK. `None` for every other failure.
-pub(super) fn v5_not_spoken(error: &E5) -> Option<String> {
-    use rumqttc::v5::StateError as S;
-    use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
-    match error {
-        E5::ConnectionRefused(code @ (Code::RefusedProtocolVersion | Code::UnsupportedProtocolVersion)) => {
-            Some(format!("CONNACK {code:?}"))
-        }
-        E5::MqttState(S::ConnectionAborted) => Some("connection closed before CONNACK".into()),
-        E5::Io(e) | E5::MqttState(S::Io(e)) if hung_up(e) => Some("connection closed before CONNACK".into()),
-        E5::MqttState(S::Deserialization(e)) => Some(format!("an answer that is not MQTT 5 ({e})")),
-        E5::NotConnAck(_) => Some("a packet other than CONNACK".into()),
-        _ => None,
-    }
-}
-
-/// What the broker answered an MQTT 3.1.1 CONNECT that failed, in the words of
-/// [`v5_not_spoken`].
-fn v3_answer(error: &E3) -> String {
-    use rumqttc::StateError as S;
-    match error {
-        E3::MqttState(S::ConnectionAborted) => "connection closed before CONNACK".into(),
-        E3::Io(e) | E3::MqttState(S::Io(e)) if hung_up(e) => "connection closed before CONNACK".into(),
-        E3::MqttState(S::Deserialization(e)) => format!("an answer that is not MQTT 3.1.1 ({e})"),
-        E3::NotConnAck(_) => "a packet other than CONNACK".into(),
-        other => describe_v3(other),
-    }
-}
 
 /// The outcome of one MQTT 3.1.1 connection attempt.
 async fn attempt_v3(eventloop: &mut rumqttc::EventLoop) -> Result<(), E3> {
@@ -147,37 +111,5 @@ pub(super) async fn poll(
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::AUTH_HINT;
-    use super::*;
-
-    #[test]
-    fn only_answers_that_rule_mqtt_5_out_fall_back() {
-        use rumqttc::v5::StateError as S;
-        use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
-        let closed = v5_not_spoken(&E5::MqttState(S::ConnectionAborted));
-        assert_eq!(closed.as_deref(), Some("connection closed before CONNACK"));
-        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
-        assert!(v5_not_spoken(&E5::Io(reset)).is_some());
-        let version = v5_not_spoken(&E5::ConnectionRefused(Code::UnsupportedProtocolVersion));
-        assert_eq!(version.as_deref(), Some("CONNACK UnsupportedProtocolVersion"));
-        // Nothing listening, or a refusal of the credentials: no reason to try 3.1.1.
-        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        assert_eq!(v5_not_spoken(&E5::Io(refused)), None);
-        assert_eq!(v5_not_spoken(&E5::ConnectionRefused(Code::BadUserNamePassword)), None);
-    }
-
-    #[test]
-    fn a_refused_login_names_the_credentials() {
-        let text = describe_v3(&E3::ConnectionRefused(rumqttc::ConnectReturnCode::NotAuthorized));
-        assert!(text.starts_with(AUTH_HINT), "{text}");
-        assert_eq!(
-            v3_answer(&E3::MqttState(rumqttc::StateError::ConnectionAborted)),
-            "connection closed before CONNACK"
-        );
     }
 }

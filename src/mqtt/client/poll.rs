@@ -2,7 +2,8 @@
 //! channel they go through: unbounded for the publishing connection (see the parent module),
 //! bounded for a connection whose consumer sets the pace.
 
-use super::{ClientEvent, Message, describe_v3, describe_v5};
+use super::answers::{describe_v3, describe_v5, v5_not_spoken};
+use super::{ClientEvent, Message};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -142,7 +143,7 @@ pub(super) async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: EventSend
             Err(rumqttc::v5::ConnectionError::RequestsDone) => false,
             Err(e) if backoff.connecting() => {
                 // A broker that does not speak MQTT 5 often just hangs up: say what would help.
-                let error = match super::auto::v5_not_spoken(&e) {
+                let error = match v5_not_spoken(&e) {
                     Some(answer) => format!(
                         "{answer}: the broker may not speak MQTT 5 (mqtt.protocol: v5); \
                          mqtt.protocol: auto or v3 tries MQTT 3.1.1"
