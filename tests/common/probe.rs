@@ -44,7 +44,8 @@ pub struct Msg {
     pub retain: bool,
     pub dup: bool,
     pub qos: u8,
-    raw: Raw,
+    /// The packet as received, for [`Probe::ack`] (boxed: an MQTT 5 PUBLISH is large).
+    raw: Box<Raw>,
 }
 
 #[derive(Debug, Clone)]
@@ -271,7 +272,7 @@ impl Probe {
 
     /// Acks a QoS 1 message delivered to a probe with manual acks.
     pub async fn ack(&self, m: &Msg) {
-        let sent = match (&self.handle, &m.raw) {
+        let sent = match (&self.handle, m.raw.as_ref()) {
             (Handle::V3(c), Raw::V3(p)) => c.ack(p).await.map_err(|e| e.to_string()),
             (Handle::V5(c), Raw::V5(p)) => c.ack(p).await.map_err(|e| e.to_string()),
             _ => Err("a message of another protocol".into()),
@@ -342,7 +343,7 @@ async fn run_v3(mut el: rumqttc::EventLoop, tx: mpsc::UnboundedSender<Ev>) {
                 retain: p.retain,
                 dup: p.dup,
                 qos: p.qos as u8,
-                raw: Raw::V3(p),
+                raw: Box::new(Raw::V3(p)),
             }),
             Ok(_) => continue,
             Err(e) => {
@@ -383,7 +384,7 @@ async fn run_v5(mut el: v5::EventLoop, tx: mpsc::UnboundedSender<Ev>) {
                 retain: p.retain,
                 dup: p.dup,
                 qos: p.qos as u8,
-                raw: Raw::V5(p),
+                raw: Box::new(Raw::V5(p)),
             }),
             Ok(Event::Incoming(p5::Packet::Disconnect(d))) => Ev::Disconnect(format!("{:?}", d.reason_code)),
             Ok(_) => continue,
