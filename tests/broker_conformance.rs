@@ -51,7 +51,7 @@ struct Target {
     mqtt5: bool,
     limit: Limit,
     redelivery: Redelivery,
-    /// MQTT 5 retain as published is honoured (rumqttd clears the flag of every live message).
+    /// MQTT 5 retain as published is honoured.
     retain_as_published: bool,
     /// `#` and `+/…` leave `$` topics out [MQTT-4.7.2-1].
     wildcards_skip_dollar: bool,
@@ -71,7 +71,7 @@ async fn embedded() -> Target {
         limit: Limit::RemainingLength(casambi2mqtt::broker::MAX_PACKET_SIZE),
         // rumqttd sends again what follows the oldest unacked message, read anew from its log.
         redelivery: Redelivery { within: WAIT, dup: false },
-        retain_as_published: false,
+        retain_as_published: true,
         wildcards_skip_dollar: true,
         dollar_filters: false,
         _broker: Box::new(()),
@@ -137,9 +137,10 @@ impl Target {
 }
 
 /// Publishes `marker` from `from` and returns what `to` received up to it and for [`GRACE`]
-/// after, the marker left out.
+/// after, the marker left out. The marker goes at QoS 0: no PUBACK of it can be taken for that
+/// of a later [`Probe::publish_acked`].
 async fn seen_until_marker(from: &Probe, to: &mut Probe, marker: &str) -> Vec<Msg> {
-    from.publish(marker, "marker", 1, false).await;
+    from.publish(marker, "marker", 0, false).await;
     seen_until(to, marker).await
 }
 
@@ -165,8 +166,8 @@ fn owned(list: &[(&str, &str, bool)]) -> Vec<(String, String, bool)> {
 // The checks
 // ---------------------------------------------------------------------------------------------
 
-/// Retained messages reach a new subscriber with the retain flag; an empty retained payload
-/// clears the topic's retained message.
+/// Retained messages reach a new subscriber with the retain flag, and an existing one without it
+/// [MQTT-3.3.1-9]; an empty retained payload clears the topic's retained message.
 async fn retained_delivered_and_cleared(t: &Target, v: Version) {
     let mut p = t.probe("ret-pub", v).await;
     for (topic, payload) in [("ret/a", "1"), ("ret/b", "2")] {
@@ -177,17 +178,21 @@ async fn retained_delivered_and_cleared(t: &Target, v: Version) {
     let mut got = summary(&seen_until_marker(&p, &mut s, "ret/marker").await);
     got.sort();
     assert_eq!(got, owned(&[("ret/a", "1", true), ("ret/b", "2", true)]), "{}", t.name);
+    assert!(p.publish_acked("ret/c", "3", true).await.is_accepted(), "{}", t.name);
+    let got = summary(&seen_until_marker(&p, &mut s, "ret/marker").await);
+    assert_eq!(got, owned(&[("ret/c", "3", false)]), "{}: live to an existing subscription", t.name);
     assert!(p.publish_acked("ret/a", "", true).await.is_accepted(), "{}", t.name);
     let mut late = t.probe("ret-late", v).await;
     late.subscribe("ret/#", 1).await;
-    let got = summary(&seen_until_marker(&p, &mut late, "ret/marker").await);
-    assert_eq!(got, owned(&[("ret/b", "2", true)]), "{}: ret/a cleared", t.name);
+    let mut got = summary(&seen_until_marker(&p, &mut late, "ret/marker").await);
+    got.sort();
+    assert_eq!(got, owned(&[("ret/b", "2", true), ("ret/c", "3", true)]), "{}: ret/a cleared", t.name);
 }
 
 /// A SUBSCRIBE to a filter the client already holds sends its retained messages again
 /// ([MQTT-3.8.4-3]; MQTT 5 retain handling 0), as Home Assistant needs for availability topics
 /// that several entities share. On MQTT 5, retain handling 1 sends them only for a new
-/// subscription.
+/// subscription, and 2 never.
 async fn retained_resent_on_identical_resubscribe(t: &Target, v: Version) {
     let mut p = t.probe("resub-pub", v).await;
     assert!(p.publish_acked("resub/dev/availability", "online", true).await.is_accepted(), "{}", t.name);
@@ -206,6 +211,10 @@ async fn retained_resent_on_identical_resubscribe(t: &Target, v: Version) {
         fresh.subscribe_with("resub/+/availability", 1, false, 1).await;
         let got = summary(&seen_until_marker(&p, &mut fresh, "resub/marker/availability").await);
         assert_eq!(got, owned(&[("resub/dev/availability", "online", true)]), "{}: handling 1, new", t.name);
+        let mut never = t.probe("resub-never", v).await;
+        never.subscribe_with("resub/+/availability", 1, false, 2).await;
+        let got = seen_until_marker(&p, &mut never, "resub/marker/availability").await;
+        assert!(got.is_empty(), "{}: retain handling 2 sent {:?}", t.name, topics(&got));
     }
 }
 
@@ -299,7 +308,7 @@ async fn dollar_topics_not_matched_by_wildcards(t: &Target) {
     let mut p = t.probe("dollar-pub", v).await;
     let acked = p.publish_acked("$c2m/d", "dollar", true).await;
     assert!(acked.is_accepted(), "{}: publish to $c2m/d: {acked:?}", t.name);
-    p.publish("c2m/d", "marker", 1, false).await;
+    p.publish("c2m/d", "marker", 0, false).await;
     for s in [&mut all, &mut plus] {
         let got = seen_until(s, "c2m/d").await;
         let dollar: Vec<&str> = topics(&got).into_iter().filter(|t| t.starts_with('$')).collect();

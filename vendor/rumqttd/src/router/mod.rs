@@ -196,6 +196,8 @@ pub struct DataRequest {
     max_count: usize,
     pub(crate) forward_retained: bool,
     pub(crate) group: Option<String>,
+    /// casambi2mqtt patch: MQTT 5 retain as published; live messages keep their retain flag.
+    pub(crate) preserve_retain: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

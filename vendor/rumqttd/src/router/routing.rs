@@ -982,6 +982,7 @@ impl Router {
                 // set true for new subscriptions
                 forward_retained,
                 group,
+                preserve_retain: filter.preserve_retain,
             };
 
             self.scheduler.track(id, request);
@@ -992,7 +993,7 @@ impl Router {
             // replaces the subscription (its QoS) and sends the filter's retained messages
             // again ([MQTT-3.8.4-3]; MQTT 5 retain handling 0). Upstream kept the old request
             // untouched, so a re-subscribe got no retained message.
-            self.resubscribe(id, filter_path, filter.qos as u8, forward_retained);
+            self.resubscribe(id, filter, forward_retained);
         }
 
         let meter = &mut self.ibufs.get_mut(id).unwrap().meter;
@@ -1003,9 +1004,11 @@ impl Router {
     /// `filter_path` on a re-subscribe. The request is in exactly one place: parked in the
     /// filter's waiters (caught up), woken in `notifications` (not yet handed back), or queued
     /// in the connection's tracker.
-    fn resubscribe(&mut self, id: ConnectionId, filter_path: &Filter, qos: u8, forward_retained: bool) {
+    fn resubscribe(&mut self, id: ConnectionId, filter: &protocol::Filter, forward_retained: bool) {
+        let filter_path = &filter.path;
         let update = |request: &mut DataRequest| {
-            request.qos = qos;
+            request.qos = filter.qos as u8;
+            request.preserve_retain = filter.preserve_retain;
             request.forward_retained |= forward_retained;
         };
         if let Some(mut request) = self.datalog.remove_waiters_for_id(id, filter_path) {
@@ -1270,9 +1273,8 @@ fn append_to_commitlog(
         datalog.insert_to_retained_publishes(publish.clone(), properties.clone(), topic.to_owned());
     }
 
-    // after recording retained message, we also send that message to existing subscribers
-    // as normal publish message. Therefore we are setting retain to false
-    publish.retain = false;
+    // casambi2mqtt patch: the log keeps the retain flag as published; `forward_device_data`
+    // clears it for a subscription without retain as published (MQTT 5 3.8.3.1).
     let pkid = publish.pkid;
 
     let filter_idxs = datalog.matches(topic);
@@ -1341,9 +1343,8 @@ fn append_will_message(
         datalog.insert_to_retained_publishes(publish.clone(), properties.clone(), topic.to_owned());
     }
 
-    // after recording retained message, we also send that message to existing subscribers
-    // as normal publish message. Therefore we are setting retain to false
-    publish.retain = false;
+    // casambi2mqtt patch: the log keeps the retain flag as published; `forward_device_data`
+    // clears it for a subscription without retain as published (MQTT 5 3.8.3.1).
     let pkid = publish.pkid;
 
     let filter_idxs = datalog.matches(topic);
@@ -1569,6 +1570,7 @@ fn forward_device_data(
     );
 
     let qos = request.qos;
+    let preserve_retain = request.preserve_retain;
     let filter_idx = request.filter_idx;
     request.read_count += publishes.len();
     request.cursor = next;
@@ -1599,6 +1601,13 @@ fn forward_device_data(
         .into_iter()
         .map(|((mut publish, mut properties), offset)| {
             publish.qos = protocol::qos(qos).unwrap();
+
+            // casambi2mqtt patch: a live message (read from the log, so with an offset) keeps
+            // its retain flag only for a subscription with retain as published; a retained
+            // message sent for a new subscription keeps it always.
+            if offset.is_some() && !preserve_retain {
+                publish.retain = false;
+            }
 
             // if there is some topic alias to use, set it in publish properties
             if topic_alias.is_some() {
