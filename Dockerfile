@@ -7,6 +7,8 @@ FROM rust:1.95-bookworm AS build
 WORKDIR /src
 # Fetch dependencies in their own layer so source edits do not download them again.
 COPY Cargo.toml Cargo.lock ./
+# The patched embedded broker (`[patch.crates-io]`) resolves from its own directory.
+COPY vendor vendor
 RUN mkdir -p src benches \
     && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
     && for b in $(sed -n '/^\[\[bench\]\]/,/^$/s/^name = "\(.*\)"/\1/p' Cargo.toml); do echo 'fn main() {}' > "benches/$b.rs"; done \

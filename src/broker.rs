@@ -27,6 +27,11 @@ pub enum BrokerError {
     Failed(String),
 }
 
+/// The largest MQTT packet a client may send, counted as the packet's remaining length (what
+/// follows its fixed header): a QoS 1 PUBLISH carries up to this minus 4 bytes minus its topic's
+/// length of payload. A bigger packet closes the client's connection (docs/brokers.md).
+pub const MAX_PACKET_SIZE: usize = 256 * 1024;
+
 /// How long the broker may take to accept connections before it counts as failed.
 const START_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -47,7 +52,7 @@ pub async fn start(listen: SocketAddr) -> Result<SocketAddr, BrokerError> {
         next_connection_delay_ms: 1,
         connections: rumqttd::ConnectionSettings {
             connection_timeout_ms: 5000,
-            max_payload_size: 256 * 1024,
+            max_payload_size: MAX_PACKET_SIZE,
             max_inflight_count: 500,
             auth: None,
             external_auth: None,

@@ -35,6 +35,8 @@ pub struct Mosquitto {
     /// A second, plain and anonymous listener for test observers when the main one needs TLS
     /// or a password.
     observer_port: Option<u16>,
+    /// mosquitto's `max_packet_size` (none: MQTT's own limit).
+    max_packet_size: Option<usize>,
 }
 
 /// What a test broker asks of its clients (the default: plain TCP, anonymous).
@@ -138,19 +140,34 @@ impl Mosquitto {
     /// Starts a broker that requires TLS and/or a password on its main listener ([`Self::url`]),
     /// with a plain anonymous listener beside it for test observers ([`Self::observer_port`]).
     pub fn start_with(options: BrokerOptions) -> Mosquitto {
+        let mut m = Mosquitto::configured(options);
+        m.spawn();
+        m
+    }
+
+    /// A broker not started yet.
+    fn configured(options: BrokerOptions) -> Mosquitto {
         let dir = tempfile::tempdir().expect("temp dir");
         // mosquitto started as root drops to its own user before reading certificates and the
         // password file: let it read them (test files only).
         set_mode(dir.path(), 0o755);
         let secured = options.tls.is_some() || options.credentials.is_some();
-        let mut m = Mosquitto {
+        Mosquitto {
             child: None,
             port: free_port(),
             dir,
             bin: mosquitto_binary(),
             options,
             observer_port: secured.then(free_port),
-        };
+            max_packet_size: None,
+        }
+    }
+
+    /// A default broker that disconnects a client sending a packet bigger than `bytes` (the
+    /// whole packet, fixed header included).
+    pub fn start_with_max_packet_size(bytes: usize) -> Mosquitto {
+        let mut m = Mosquitto::configured(BrokerOptions::default());
+        m.max_packet_size = Some(bytes);
         m.spawn();
         m
     }
@@ -160,6 +177,9 @@ impl Mosquitto {
         // The default log types plus `subscribe`: a line `<client id> <QoS> <filter>` per
         // subscription, for tests that check what the bridge asked for.
         let mut conf = String::from("persistence false\nmax_queued_messages 0\n");
+        if let Some(bytes) = self.max_packet_size {
+            conf.push_str(&format!("max_packet_size {bytes}\n"));
+        }
         for kind in ["error", "warning", "notice", "information", "subscribe"] {
             conf.push_str(&format!("log_type {kind}\n"));
         }
