@@ -92,7 +92,7 @@ impl StartupSummary {
             return;
         }
         if let Update::Network { view, .. } = update {
-            let entities = crate::check::entity_count(&self.renderer, view);
+            let entities = self.renderer.view_entity_count(view);
             self.seen.insert(view.status.id.clone(), (view.units.len(), entities));
         }
         let starting = bridge.credential_states().iter().any(|s| s.is_logging_in());

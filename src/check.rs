@@ -5,7 +5,6 @@
 
 use crate::bridge::caps::Caps;
 use crate::bridge::state::NetworkView;
-use crate::mqtt::mirror::NetMirror;
 use crate::mqtt::render::Renderer;
 use crate::mqtt::unit_data;
 use std::collections::BTreeMap;
@@ -60,12 +59,6 @@ impl Report {
     pub fn ok(&self) -> bool {
         self.problems.is_empty() && !self.networks.is_empty()
     }
-}
-
-/// How many Home Assistant entities a network gets, counted on the devices discovery publishes
-/// for it (its own and its units').
-pub fn entity_count(renderer: &Renderer, view: &NetworkView) -> usize {
-    renderer.network_entity_count(&NetMirror::new(view.clone(), String::new()))
 }
 
 /// The HA entities a unit gets, in words.
@@ -193,7 +186,7 @@ pub fn render(report: &Report, renderer: &Renderer) -> String {
         }
     }
     if !report.networks.is_empty() {
-        let networks: usize = report.networks.values().map(|v| entity_count(renderer, v)).sum::<usize>()
+        let networks: usize = report.networks.values().map(|v| renderer.view_entity_count(v)).sum::<usize>()
             + report.datapoint_keys.values().map(|keys| datapoint_sensor_count(keys, renderer)).sum::<usize>();
         let bridge = renderer.bridge_entity_count();
         let _ = writeln!(

@@ -2,7 +2,6 @@
 //! with the exit codes of the contract (0 clean, 2 bad configuration, 1 other fatal error).
 
 mod cli;
-mod datapoints_cmd;
 
 use anyhow::Context;
 use casambi2mqtt::sim::{SimConfig, Simulator, site::Site};
@@ -39,7 +38,7 @@ enum Command {
     Healthcheck(cli::HealthcheckArgs),
     /// Print every logged datapoint of a range of one network (CSV or JSON lines) to stdout.
     /// Publishes nothing.
-    Datapoints(datapoints_cmd::DatapointsArgs),
+    Datapoints(cli::datapoints::DatapointsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -109,7 +108,7 @@ fn main() -> ExitCode {
             Command::Demo(args) => cli::demo(args).await,
             Command::Check(args) => cli::check(args).await,
             Command::Healthcheck(args) => cli::healthcheck(args).await,
-            Command::Datapoints(args) => datapoints_cmd::datapoints(args).await,
+            Command::Datapoints(args) => cli::datapoints::datapoints(args).await,
             Command::Sim(args) => {
                 cli::init_logging("info", false);
                 match run_sim(args).await {

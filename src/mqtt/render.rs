@@ -165,6 +165,12 @@ impl Renderer {
         self.network_device(mirror).components.len() + units
     }
 
+    /// How many Home Assistant entities the network of `view` gets, counted on the devices
+    /// discovery publishes for it (its own and its units').
+    pub fn view_entity_count(&self, view: &crate::bridge::state::NetworkView) -> usize {
+        self.network_entity_count(&NetMirror::new(view.clone(), String::new()))
+    }
+
     /// The bridge's own device: its connectivity, its version and its reload button.
     fn bridge_device(&self) -> Device {
         let l = &self.layout;

@@ -1,6 +1,8 @@
 //! The binary's commands `run`, `demo`, `check` and `healthcheck`: argument types, logging set-up,
 //! signals and exit codes. The work itself is in the library (`app`, `check`, `sim`, `broker`).
 
+pub mod datapoints;
+
 use anyhow::Context;
 use casambi2mqtt::app::{self, Outcome};
 use casambi2mqtt::config::{self, Config, ConfigError, LogFormat};

@@ -1,7 +1,7 @@
 //! `casambi2mqtt datapoints`: every logged datapoint of a range of one network, to stdout as CSV
 //! or JSON lines (docs/cli.md#datapoints). Publishes nothing; logs go to stderr.
 
-use crate::cli::init_logging;
+use super::init_logging;
 use anyhow::Context;
 use casambi2mqtt::cloud::datapoints::{Datapoint, FetchOptions, Fetcher};
 use casambi2mqtt::cloud::model::Credentials;
