@@ -293,7 +293,7 @@ fn web_state(
     let settings = WebSettings {
         listen,
         token: config.http.token.clone(),
-        broker: mqtt::client::redact_url(&config.mqtt.url),
+        broker: mqtt::broker_url::redact_url(&config.mqtt.url),
         protocol: protocol.into(),
         rest_limit: config.cloud.max_requests_per_minute,
     };

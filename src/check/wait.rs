@@ -8,7 +8,8 @@ use crate::bridge::update::Update;
 use crate::bridge::{Bridge, CredentialState};
 use crate::cloud::datapoints::Fetcher;
 use crate::config::Config;
-use crate::mqtt::client::{self, Client, ClientEvent, QUIET_INFLIGHT};
+use crate::mqtt::broker_url;
+use crate::mqtt::client::{Client, ClientEvent, QUIET_INFLIGHT};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -279,8 +280,8 @@ async fn check_broker(
     state: watch::Sender<BrokerState>,
     shutdown: CancellationToken,
 ) {
-    let shown = client::redact_url(&settings.url);
-    let Some((host, port, _)) = client::broker_address(&settings.url) else {
+    let shown = broker_url::redact_url(&settings.url);
+    let Some((host, port, _)) = broker_url::broker_address(&settings.url) else {
         state.send_replace(BrokerState::Waiting(Some(format!("broker {shown}: not an mqtt:// or mqtts:// URL"))));
         return;
     };

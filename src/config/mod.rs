@@ -38,7 +38,7 @@ pub(crate) use secrets::io_reason;
 
 use crate::bridge::{CloudSettings, CredentialSettings};
 use crate::cloud::model::Secret;
-use crate::mqtt::client::redact_url;
+use crate::mqtt::broker_url::redact_url;
 use crate::mqtt::settings::{Config as MqttConfig, DiscoveryMode, HaSettings, MqttSettings, OutputSettings, Protocol};
 use file::{CloudFile, HealthFile, HttpFile, LogFile, NetworkFile};
 use reader::Reader;

@@ -11,7 +11,7 @@ use super::reader::Reader;
 use super::secrets;
 use super::{HttpSettings, LogSettings};
 use crate::bridge::{CloudSettings, CredentialSettings};
-use crate::mqtt::client::redact_url;
+use crate::mqtt::broker_url::redact_url;
 use crate::mqtt::settings::{Config as MqttConfig, HaSettings, MqttSettings, OutputSettings, SettingsError};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -8,15 +8,17 @@
 //! (1 s doubling to 30 s). With a clean session nothing survives a reconnect, which is why every
 //! [`ClientEvent::Connected`] means "subscribe and publish everything again" to the consumer.
 
+use super::broker_url::{broker_address, redact_url, url_credentials};
 use super::settings::{MqttSettings, Protocol};
-use std::path::Path;
 use std::time::Duration;
+use tls::trusted_pem;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 mod answers;
 mod auto;
 mod poll;
+mod tls;
 pub use poll::Events;
 use poll::{Backoff, EventSender, poll_v3, poll_v5};
 use std::sync::Arc;
@@ -32,18 +34,6 @@ const MAX_PACKET: usize = crate::bridge::photos::MAX_PHOTO_BYTES + 64 * 1024;
 /// 1,024 held ~1 MB more than 128 for no throughput (the publisher and the event loop share one
 /// thread).
 const REQUEST_CAPACITY: usize = 128;
-/// Default of `mqtt.max_inflight` (see [`crate::mqtt::MqttSettings::inflight`]): most
-/// unacknowledged QoS 1/2 publications of the publishing connection (MQTT 5; the broker's
-/// Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B; 14 MB at
-/// its default of 65,535). With snapshots at QoS 0 (the default) only changes are acknowledged:
-/// 1,024 covers a 250-unit scene's burst (~1,000 messages) and takes 0.2 MB instead of 1.8 MB.
-pub const PUBLISHING_INFLIGHT: u16 = 1024;
-/// Default of `mqtt.max_inflight` with `snapshot_qos` 1 or 2. A small window costs CPU there:
-/// once it is full the event loop goes in lock-step, one acknowledgement read for each
-/// publication written (at 25,000 units' start-up, 256 slots took 8.1–8.4 s of bridge CPU,
-/// 8,192 slots 6.0–6.2 s, measured back to back; 1,024 slots 4.80 / 5.74 s against 3.91 /
-/// 5.09 s for 8,192, two pairs of runs).
-pub const SNAPSHOT_INFLIGHT: u16 = 8192;
 /// The MQTT 3.1.1 window is rumqttc's default (its slots are allocated up front too).
 const V3_INFLIGHT: u16 = 100;
 /// The window of a connection that publishes nothing retained (the start-up scan).
@@ -158,95 +148,6 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client").field("protocol", &self.protocol_name()).field("qos", &self.qos).finish()
     }
-}
-
-/// Host, port and whether TLS is wanted, from `mqtt://host[:port]` / `mqtts://host[:port]`.
-pub fn broker_address(url: &str) -> Option<(String, u16, bool)> {
-    let parsed = url::Url::parse(url).ok()?;
-    let tls = match parsed.scheme() {
-        "mqtt" | "tcp" => false,
-        "mqtts" | "ssl" => true,
-        _ => return None,
-    };
-    let host = parsed.host_str().filter(|h| !h.is_empty())?;
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-    Some((host, parsed.port().unwrap_or(if tls { 8883 } else { 1883 }), tls))
-}
-
-/// The URL without any `user:password@` part, for messages and logs.
-pub fn redact_url(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
-            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-            if path.is_empty() { format!("{scheme}://{host}") } else { format!("{scheme}://{host}/{path}") }
-        }
-        None => url.rsplit_once('@').map_or(url, |(_, h)| h).to_string(),
-    }
-}
-
-/// User name and password given in the URL (`mqtt://user:pass@host`), percent-decoded.
-fn url_credentials(url: &str) -> Option<(String, String)> {
-    let parsed = url::Url::parse(url).ok()?;
-    if parsed.username().is_empty() {
-        return None;
-    }
-    let decode = |s: &str| percent_decode(s);
-    Some((decode(parsed.username()), decode(parsed.password().unwrap_or_default())))
-}
-
-/// Minimal percent-decoding of URL user info.
-fn percent_decode(s: &str) -> String {
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(hi), Some(lo)) =
-                (bytes.get(i + 1).and_then(|b| hex(*b)), bytes.get(i + 2).and_then(|b| hex(*b)))
-        {
-            out.push(hi * 16 + lo);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Well-known locations of the system CA bundle (what OpenSSL-based tools read too).
-const SYSTEM_CA_FILES: [&str; 5] = [
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/ca-bundle.pem",
-    "/etc/ssl/cert.pem",
-    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-];
-
-/// The PEM certificates trusted for TLS: the system bundle (`SSL_CERT_FILE` or a well-known file)
-/// plus `ca_file`.
-fn trusted_pem(ca_file: Option<&Path>) -> Result<Vec<u8>, ClientError> {
-    let mut pem = Vec::new();
-    let env = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from);
-    let system = env.into_iter().chain(SYSTEM_CA_FILES.iter().map(std::path::PathBuf::from));
-    for path in system {
-        if let Ok(bytes) = std::fs::read(&path) {
-            pem.extend_from_slice(&bytes);
-            pem.push(b'\n');
-            break;
-        }
-    }
-    if let Some(path) = ca_file {
-        let bytes = std::fs::read(path)
-            .map_err(|e| ClientError::Tls(format!("mqtt.ca_file: cannot read {}: {e}", path.display())))?;
-        pem.extend_from_slice(&bytes);
-    }
-    if pem.is_empty() {
-        return Err(ClientError::Tls("no system CA certificates found; set mqtt.ca_file".into()));
-    }
-    Ok(pem)
 }
 
 /// Socket options: `TCP_NODELAY` as [`MqttSettings::nodelay`] says (off at QoS 1 and 2, where
@@ -548,56 +449,5 @@ impl Client {
             Conn::V5(c) => c.disconnect().await.is_ok(),
         };
         if r { Ok(()) } else { Err(ClientError::Closed) }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::answers::{describe_v3, describe_v5};
-    use super::*;
-
-    #[test]
-    fn urls() {
-        assert_eq!(broker_address("mqtt://127.0.0.1:1883"), Some(("127.0.0.1".into(), 1883, false)));
-        assert_eq!(broker_address("mqtts://broker.example"), Some(("broker.example".into(), 8883, true)));
-        assert_eq!(broker_address("mqtt://[::1]:1884"), Some(("::1".into(), 1884, false)));
-        assert_eq!(broker_address("http://x"), None);
-        assert_eq!(broker_address("mqtt://"), None);
-    }
-
-    #[test]
-    fn credentials_in_the_url_are_used_and_never_shown() {
-        assert_eq!(redact_url("mqtt://user:p%40ss@broker:1883"), "mqtt://broker:1883");
-        assert_eq!(redact_url("mqtts://broker"), "mqtts://broker");
-        assert_eq!(url_credentials("mqtt://user:p%40ss@broker:1883"), Some(("user".into(), "p@ss".into())));
-        assert_eq!(url_credentials("mqtt://broker"), None);
-    }
-
-    #[test]
-    fn refused_credentials_and_untrusted_certificates_say_what_to_change() {
-        use rumqttc::tokio_rustls::rustls::{CertificateError, Error as Rustls};
-        let refused =
-            describe_v3(&rumqttc::ConnectionError::ConnectionRefused(rumqttc::ConnectReturnCode::BadUserNamePassword));
-        assert!(refused.contains("mqtt.username") && refused.contains("BadUserNamePassword"), "{refused}");
-        let refused = describe_v5(&rumqttc::v5::ConnectionError::ConnectionRefused(
-            rumqttc::v5::mqttbytes::v5::ConnectReturnCode::NotAuthorized,
-        ));
-        assert!(refused.contains("mqtt.password"), "{refused}");
-        let untrusted = rumqttc::TlsError::Io(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            Rustls::InvalidCertificate(CertificateError::UnknownIssuer),
-        ));
-        let text = describe_v3(&rumqttc::ConnectionError::Tls(untrusted));
-        assert!(text.contains("mqtt.ca_file") && text.contains("UnknownIssuer"), "{text}");
-        let name = rumqttc::TlsError::TLS(Rustls::InvalidCertificate(CertificateError::NotValidForName));
-        assert!(describe_v5(&rumqttc::v5::ConnectionError::Tls(name)).contains("mqtt.url"));
-        let other = describe_v3(&rumqttc::ConnectionError::NetworkTimeout);
-        assert_eq!(other, "Network timeout");
-    }
-
-    #[test]
-    fn a_missing_ca_file_is_an_error_not_a_panic() {
-        let e = trusted_pem(Some(Path::new("/nonexistent/ca.pem"))).unwrap_err();
-        assert!(e.to_string().contains("mqtt.ca_file"), "{e}");
     }
 }

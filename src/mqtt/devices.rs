@@ -6,7 +6,6 @@
 //! networks whenever a network's names change ([`Resolved`]). Without `devices:` nothing here
 //! runs: every topic and payload is what it is without the section.
 
-use super::discovery::Component;
 use crate::bridge::caps::Caps;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -373,17 +372,6 @@ pub fn unmatched<'d>(devices: &'d Devices, loaded: &[(&str, &Resolved)]) -> Vec<
 /// The friendly name of `settings`, else `cloud`.
 pub fn friendly<'a>(settings: Option<&'a DeviceSettings>, cloud: &'a str) -> &'a str {
     settings.and_then(|s| s.name.as_deref()).unwrap_or(cloud)
-}
-
-/// Merges the `homeassistant:` keys of `settings` into a main entity's config. An `event` takes
-/// no `entity_category` (HA rejects the config), so it keeps none.
-pub fn override_entity(settings: Option<&DeviceSettings>, component: &mut Component) {
-    if let Some(s) = settings {
-        s.homeassistant.apply_entity(&mut component.config);
-        if component.platform == "event" {
-            component.config.remove("entity_category");
-        }
-    }
 }
 
 /// Whether a unit with `caps` and `settings` is shown as a `switch`: asked for, and on/off only

@@ -15,6 +15,7 @@
 //!   [`plan`]: what a change of the mirror publishes (pure).
 //! - [`publisher`]: the loop tying it together; [`gc`]: start-up clean-up; [`command_intake`]: the `…/set` topics.
 
+pub mod broker_url;
 pub mod client;
 pub mod command_intake;
 pub mod devices;

@@ -228,7 +228,7 @@ impl Publisher {
 
     async fn on_connected(&mut self) {
         let protocol = self.client.protocol_name().unwrap_or_default();
-        tracing::info!(url = %super::client::redact_url(&self.config.mqtt.url), protocol, "connected to the MQTT broker");
+        tracing::info!(url = %super::broker_url::redact_url(&self.config.mqtt.url), protocol, "connected to the MQTT broker");
         self.connected = true;
         if let Some(spoken) = self.client.protocol() {
             // The scans speak what the broker took, without asking it again.

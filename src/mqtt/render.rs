@@ -6,7 +6,7 @@
 //! every topic can be cleared. Within an owner, discovery comes first, then state, then
 //! availability: HA must know an entity before its state arrives.
 
-use super::devices::{friendly, override_entity, shown_as_switch};
+use super::devices::{DeviceSettings, friendly, shown_as_switch};
 use super::discovery::{
     self, Component, Device, Discovery, Name, binary_sensor, button, device_automation, event, light, number, sensor,
     switch,
@@ -30,6 +30,17 @@ mod unit_device;
 
 pub use unit_device::DiscoveryInputs;
 use unit_device::unit_component_count;
+
+/// Merges the `homeassistant:` keys of `settings` into a main entity's config. An `event` takes
+/// no `entity_category` (HA rejects the config), so it keeps none.
+pub(super) fn override_entity(settings: Option<&DeviceSettings>, component: &mut Component) {
+    if let Some(s) = settings {
+        s.homeassistant.apply_entity(&mut component.config);
+        if component.platform == "event" {
+            component.config.remove("entity_category");
+        }
+    }
+}
 
 /// Renders topics for one bridge (base topic, discovery settings, output options).
 #[derive(Debug, Clone)]

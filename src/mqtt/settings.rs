@@ -8,6 +8,18 @@ use crate::cloud::model::Secret;
 use serde::Deserialize;
 use std::path::PathBuf;
 
+/// Default of `mqtt.max_inflight` (see [`crate::mqtt::MqttSettings::inflight`]): most
+/// unacknowledged QoS 1/2 publications of the publishing connection (MQTT 5; the broker's
+/// Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B; 14 MB at
+/// its default of 65,535). With snapshots at QoS 0 (the default) only changes are acknowledged:
+/// 1,024 covers a 250-unit scene's burst (~1,000 messages) and takes 0.2 MB instead of 1.8 MB.
+pub const PUBLISHING_INFLIGHT: u16 = 1024;
+/// Default of `mqtt.max_inflight` with `snapshot_qos` 1 or 2. A small window costs CPU there:
+/// once it is full the event loop goes in lock-step, one acknowledgement read for each
+/// publication written (at 25,000 units' start-up, 256 slots took 8.1–8.4 s of bridge CPU,
+/// 8,192 slots 6.0–6.2 s, measured back to back; 1,024 slots 4.80 / 5.74 s against 3.91 /
+/// 5.09 s for 8,192, two pairs of runs).
+pub const SNAPSHOT_INFLIGHT: u16 = 8192;
 /// Errors in the MQTT-related configuration; each names the key that is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -122,12 +134,11 @@ impl MqttSettings {
     }
 
     /// The publishing connection's in-flight window: `max_inflight` if set, else
-    /// [`crate::mqtt::client::SNAPSHOT_INFLIGHT`] when snapshots go out at QoS 1 or 2 (a big
+    /// [`SNAPSHOT_INFLIGHT`] when snapshots go out at QoS 1 or 2 (a big
     /// site's start-up then has tens of thousands of publications in flight) and
-    /// [`crate::mqtt::client::PUBLISHING_INFLIGHT`] otherwise (only changes, a scene's burst at
+    /// [`PUBLISHING_INFLIGHT`] otherwise (only changes, a scene's burst at
     /// most, are acknowledged).
     pub fn inflight(&self) -> u16 {
-        use crate::mqtt::client::{PUBLISHING_INFLIGHT, SNAPSHOT_INFLIGHT};
         self.max_inflight.unwrap_or(if self.snapshot_qos > 0 { SNAPSHOT_INFLIGHT } else { PUBLISHING_INFLIGHT })
     }
 }
@@ -250,15 +261,15 @@ impl Config {
                     "mqtt.url",
                     format!(
                         "expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], got {:?}",
-                        crate::mqtt::client::redact_url(&m.url)
+                        super::broker_url::redact_url(&m.url)
                     ),
                 );
             }
         }
-        if crate::mqtt::client::broker_address(&m.url).is_none() {
+        if super::broker_url::broker_address(&m.url).is_none() {
             return invalid(
                 "mqtt.url",
-                format!("no host or a bad port in {:?}", crate::mqtt::client::redact_url(&m.url)),
+                format!("no host or a bad port in {:?}", super::broker_url::redact_url(&m.url)),
             );
         }
         for (key, qos) in [("mqtt.qos", m.qos), ("mqtt.snapshot_qos", m.snapshot_qos)] {
@@ -345,10 +356,10 @@ mod tests {
     #[test]
     fn the_inflight_window_follows_the_snapshot_qos_unless_set() {
         let mut m = MqttSettings::default();
-        assert_eq!(m.inflight(), crate::mqtt::client::PUBLISHING_INFLIGHT);
+        assert_eq!(m.inflight(), PUBLISHING_INFLIGHT);
         m.snapshot_qos = 1;
-        assert_eq!(m.inflight(), crate::mqtt::client::SNAPSHOT_INFLIGHT);
-        const { assert!(crate::mqtt::client::SNAPSHOT_INFLIGHT > crate::mqtt::client::PUBLISHING_INFLIGHT) };
+        assert_eq!(m.inflight(), SNAPSHOT_INFLIGHT);
+        const { assert!(SNAPSHOT_INFLIGHT > PUBLISHING_INFLIGHT) };
         m.max_inflight = Some(300);
         assert_eq!(m.inflight(), 300);
         m.snapshot_qos = 0;

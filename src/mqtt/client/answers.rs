@@ -130,4 +130,26 @@ mod tests {
             "connection closed before CONNACK"
         );
     }
+
+    #[test]
+    fn refused_credentials_and_untrusted_certificates_say_what_to_change() {
+        use rumqttc::tokio_rustls::rustls::{CertificateError, Error as Rustls};
+        let refused =
+            describe_v3(&rumqttc::ConnectionError::ConnectionRefused(rumqttc::ConnectReturnCode::BadUserNamePassword));
+        assert!(refused.contains("mqtt.username") && refused.contains("BadUserNamePassword"), "{refused}");
+        let refused = describe_v5(&rumqttc::v5::ConnectionError::ConnectionRefused(
+            rumqttc::v5::mqttbytes::v5::ConnectReturnCode::NotAuthorized,
+        ));
+        assert!(refused.contains("mqtt.password"), "{refused}");
+        let untrusted = rumqttc::TlsError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            Rustls::InvalidCertificate(CertificateError::UnknownIssuer),
+        ));
+        let text = describe_v3(&rumqttc::ConnectionError::Tls(untrusted));
+        assert!(text.contains("mqtt.ca_file") && text.contains("UnknownIssuer"), "{text}");
+        let name = rumqttc::TlsError::TLS(Rustls::InvalidCertificate(CertificateError::NotValidForName));
+        assert!(describe_v5(&rumqttc::v5::ConnectionError::Tls(name)).contains("mqtt.url"));
+        let other = describe_v3(&rumqttc::ConnectionError::NetworkTimeout);
+        assert_eq!(other, "Network timeout");
+    }
 }
