@@ -1,6 +1,8 @@
 use super::*;
 use crate::sim::site::Site;
+use chrono::DateTime;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 fn ms(iso: &str) -> i64 {
     DateTime::parse_from_rfc3339(iso).unwrap().timestamp_millis()
