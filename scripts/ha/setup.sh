@@ -2,7 +2,11 @@
 # Installs Home Assistant into a virtual environment for the end-to-end tests
 # (tests/homeassistant_e2e.rs, docs/homeassistant.md#checked-by-home-assistant).
 #
-# Usage: scripts/ha/setup.sh [VENV]      (default: target/ha-venv; prints the venv's path last)
+# Usage: scripts/ha/setup.sh [VENV]   (prints the venv's path on stdout, progress on stderr)
+#
+# The default VENV, $XDG_CACHE_HOME/casambi2mqtt/ha-venv-<version> (~/.cache/…), outlives a
+# clone, so a machine installs Home Assistant once; the tests look there when
+# CASAMBI2MQTT_HA_VENV is unset.
 #
 # Idempotent: a venv that already holds the pinned version is left as it is. Needs a Python of at
 # least 3.13 on the machine (python3.13, python3, or a pyenv build) and network access to PyPI.
@@ -10,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 HA_VERSION=2026.2.3
-VENV=${1:-target/ha-venv}
+VENV=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/casambi2mqtt/ha-venv-$HA_VERSION}
 mkdir -p "$(dirname "$VENV")"
 VENV=$(cd "$(dirname "$VENV")" && pwd)/$(basename "$VENV")
 

@@ -132,9 +132,9 @@ impl HomeAssistant {
         v["ms"].as_f64().unwrap_or_else(|| panic!("roundtrip without ms: {out}"))
     }
 
-    /// Waits until `entity` matches `expect`.
-    pub fn wait(&self, entity: &str, expect: Value) {
-        self.headless(&["wait", entity, &expect.to_string()]);
+    /// Waits until `entity` matches `expect` (panics after `max`).
+    pub fn wait(&self, entity: &str, expect: Value, max: Duration) {
+        self.headless(&["wait", entity, &expect.to_string(), "--timeout", &max.as_secs_f64().to_string()]);
     }
 
     /// The WARNING and ERROR records of Home Assistant's log.
@@ -178,6 +178,21 @@ pub fn check_discovery_files(files: &[&Path]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("check_discovery.py: {e}: {text}"))
+}
+
+/// The retained discovery configs and bridge states on the broker at `port` (topic → payload),
+/// read by `mosquitto_sub`, the reference client, whatever the broker.
+pub fn retained_configs(port: u16) -> BTreeMap<String, String> {
+    let out = Command::new("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-t", "homeassistant/#", "-t", "+/bridge/state"])
+        .args(["--retained-only", "-v", "-W", "1"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run mosquitto_sub (Debian: mosquitto-clients): {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.trim().is_empty() || err.contains("Timed out"), "mosquitto_sub: {err}");
+    text.lines().filter_map(|l| l.split_once(' ')).map(|(t, p)| (t.to_string(), p.to_string())).collect()
 }
 
 /// The entity configs (not triggers) among retained discovery configs: what Home Assistant
