@@ -81,10 +81,21 @@ fn assert_judged(what: &str, entities: &[Value], expected: usize, offline: &BTre
     }
 }
 
+/// Prints the entities per platform and state, all of them and those of the test site (entity
+/// ids `<platform>.studio_…`) apart.
 fn print_entities(what: &str, entities: &[Value]) {
-    println!("{what}: {} entities", entities.len());
-    for (platform, states) in by_platform_and_state(entities) {
-        println!("  {platform:<14} {states:?}");
+    let studio = |e: &&Value| {
+        e["entity_id"].as_str().is_some_and(|id| id.split_once('.').is_some_and(|(_, o)| o.starts_with("studio_")))
+    };
+    let site: Vec<Value> = entities.iter().filter(studio).cloned().collect();
+    for (part, list) in [(what.to_string(), entities.to_vec()), (format!("{what}, of them the test site"), site)] {
+        if list.is_empty() {
+            continue;
+        }
+        println!("{part}: {} entities", list.len());
+        for (platform, states) in by_platform_and_state(&list) {
+            println!("  {platform:<14} {states:?}");
+        }
     }
 }
 
