@@ -240,6 +240,14 @@ async fn home_assistant_lists_drives_and_keeps_both_bridges() {
     println!("schema check: {summary}");
     assert_judged("first start", &entities, expected, &offline, 2);
 
+    // A switch's presses as device triggers: one for the demo's switch (its fixture names one
+    // button), one per button for the test site's (four named buttons).
+    let trigger =
+        |device: &str, subtype: &str| (device.to_string(), "button_short_press".to_string(), subtype.to_string());
+    let mut want = BTreeSet::from([trigger("Entrance switch", "switch")]);
+    want.extend((1..=4).map(|b| trigger("Studio switch", &format!("button_{b}"))));
+    assert_eq!(ha.triggers(), want, "the device triggers Home Assistant offers");
+
     // Commands from Home Assistant come back as its state.
     let commands: Vec<(&str, &str, &str, Value, Value)> = vec![
         ("light off", "light.home_kitchen_ceiling", "light/turn_off", json!({}), json!({"state": "off"})),

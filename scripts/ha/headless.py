@@ -10,6 +10,7 @@ non-zero with a message on stderr when it fails.
   headless.py --config DIR call DOMAIN/SERVICE JSON
   headless.py --config DIR roundtrip ENTITY DOMAIN/SERVICE JSON EXPECT [--timeout S]
   headless.py --config DIR wait ENTITY EXPECT [--timeout S]
+  headless.py --config DIR triggers              (the MQTT device triggers per device)
   headless.py --config DIR log                  (a JSON list of WARNING and ERROR records)
   headless.py --config DIR stop
   VENV/bin/python headless.py requirements
@@ -23,8 +24,11 @@ the configuration directory for the other sub-commands.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import socket
+import struct
 import signal
 import subprocess
 import sys
@@ -287,6 +291,35 @@ class Hass:
                 fail(f"{entity} never matched {json.dumps(expect)} after {service}; last: {json.dumps(now)}")
             time.sleep(0.01)
 
+    def triggers(self) -> list:
+        """The MQTT device triggers Home Assistant registered, per device (over its WebSocket API:
+        device triggers are no entities, so REST does not list them)."""
+        template = (
+            "{% set ns = namespace(out=[]) %}{% for d in integration_entities('mqtt') | map('device_id') | unique %}"
+            "{% if d %}{% set ns.out = ns.out + [[d, device_attr(d, 'name')]] %}{% endif %}"
+            "{% endfor %}{{ ns.out | tojson }}"
+        )
+        rendered = self.http("POST", "/api/template", {"template": template})
+        devices = json.loads(rendered) if isinstance(rendered, str) else rendered
+        ws = WebSocket(self.load()["http_port"], "/api/websocket")
+        try:
+            ws.receive()  # auth_required
+            ws.send({"type": "auth", "access_token": self.token()})
+            if ws.receive().get("type") != "auth_ok":
+                fail("the WebSocket API refused the token")
+            out = []
+            for n, (device_id, name) in enumerate(devices, start=1):
+                ws.send({"id": n, "type": "device_automation/trigger/list", "device_id": device_id})
+                answer = ws.receive()
+                if not answer.get("success"):
+                    fail(f"trigger/list of {name}: {answer}")
+                for t in answer["result"]:
+                    if t.get("domain") == "mqtt":
+                        out.append({"device": name, "type": t.get("type"), "subtype": t.get("subtype")})
+            return out
+        finally:
+            ws.close()
+
     def wait(self, entity: str, expect: dict, timeout: float) -> dict:
         """Waits until `entity`'s state matches `expect`."""
         started = time.monotonic()
@@ -315,6 +348,70 @@ class Hass:
             elif keep and records:
                 records[-1] += "\n" + line
         return records
+
+
+class WebSocket:
+    """The little of RFC 6455 the WebSocket API needs: text frames, masked from the client."""
+
+    def __init__(self, port: int, path: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(1)
+            if not chunk:
+                fail("the WebSocket handshake was cut")
+            head += chunk
+        if b" 101 " not in head.split(b"\r\n", 1)[0]:
+            fail(f"no WebSocket upgrade: {head!r}")
+
+    def exact(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                fail("the WebSocket closed")
+            data += chunk
+        return data
+
+    def send(self, message: dict) -> None:
+        payload = json.dumps(message).encode()
+        n = len(payload)
+        head = bytes([0x81])
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 65536:
+            head += bytes([0x80 | 126]) + struct.pack(">H", n)
+        else:
+            head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+        mask = os.urandom(4)
+        self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def receive(self) -> dict:
+        data = b""
+        while True:
+            first, second = self.exact(2)
+            n = second & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self.exact(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self.exact(8))[0]
+            data += self.exact(n)
+            opcode = first & 0x0F
+            if opcode == 0x8:
+                fail("the WebSocket API closed the connection")
+            if opcode in (0x9, 0xA):  # ping / pong: Home Assistant does not send them unasked
+                data = b""
+                continue
+            if first & 0x80:
+                return json.loads(data)
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 def close(a, b) -> bool:
@@ -394,6 +491,7 @@ def main() -> None:
     p.add_argument("expect")
     p.add_argument("--timeout", type=float, default=15)
     sub.add_parser("log")
+    sub.add_parser("triggers")
     sub.add_parser("stop")
     sub.add_parser("requirements")
     args = parser.parse_args()
@@ -409,6 +507,8 @@ def main() -> None:
         print(json.dumps(result))
     elif args.command == "wait":
         print(json.dumps(hass.wait(args.entity, json.loads(args.expect), args.timeout)))
+    elif args.command == "triggers":
+        print(json.dumps(hass.triggers()))
     elif args.command == "log":
         print(json.dumps(hass.log()))
     elif args.command == "stop":

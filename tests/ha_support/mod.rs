@@ -137,6 +137,14 @@ impl HomeAssistant {
         self.headless(&["wait", entity, &expect.to_string(), "--timeout", &max.as_secs_f64().to_string()]);
     }
 
+    /// The MQTT device triggers Home Assistant registered: (device name, type, subtype).
+    pub fn triggers(&self) -> BTreeSet<(String, String, String)> {
+        let out = self.headless(&["triggers"]);
+        let list: Vec<Value> = serde_json::from_str(&out).unwrap_or_else(|e| panic!("triggers: {e}: {out}"));
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        list.iter().map(|t| (text(&t["device"]), text(&t["type"]), text(&t["subtype"]))).collect()
+    }
+
     /// The WARNING and ERROR records of Home Assistant's log.
     pub fn log(&self) -> Vec<String> {
         let out = self.headless(&["log"]);
