@@ -317,6 +317,12 @@ mod tests {
         );
         let theirs = r#"{"origin":{"name":"zigbee2mqtt"},"state_topic":"casambi/x"}"#;
         assert_eq!(scope_of(&msg("homeassistant/device/casambi2mqtt_abc/config", theirs), casambi, p), None);
+        // A device trigger carries no origin: its object id and event topic mark it.
+        let trigger = r#"{"automation_type":"trigger","topic":"casambi/home/unit/x/event","type":"t","subtype":"s"}"#;
+        let topic = "homeassistant/device_automation/casambi2mqtt_abc123_d0c0ffee0006_trigger/config";
+        assert_eq!(scope_of(&msg(topic, trigger), casambi, p), Some(Scope::NetworkKey("abc123".into())));
+        assert_eq!(scope_of(&msg(topic, trigger), &Layout::new("other"), p), None);
+        assert_eq!(scope_of(&msg("homeassistant/device_automation/z2m_trigger/config", trigger), casambi, p), None);
     }
 
     #[test]

@@ -8,6 +8,9 @@
 use super::Component;
 use serde_json::{Map, json};
 
+/// The platform of a device trigger.
+pub const PLATFORM: &str = "device_automation";
+
 /// The trigger `type` of every press ("Button short press" in Home Assistant's editor).
 pub const PRESS: &str = "button_short_press";
 
@@ -44,5 +47,5 @@ fn trigger(
     config.insert("subtype".into(), json!(subtype));
     config.insert("value_template".into(), json!(value_template));
     config.insert("payload".into(), json!(payload));
-    Component { key, platform: "device_automation", unique_id, availability: None, config }
+    Component { key, platform: PLATFORM, unique_id, availability: None, config }
 }

@@ -30,8 +30,9 @@ pub fn unit(unique_id: String, entity_id: &str, state_topic: String, command_top
 pub struct GroupMembers {
     /// A member has a dimmer: the group light takes a brightness.
     pub dimmable: bool,
-    /// The unique ids of the members' light entities. HA (2025.10 and later) shows the group as
-    /// a group of these entities when discovery carries them under `group`.
+    /// The unique ids of the members' light entities. HA (2026.4 and later) shows the group as
+    /// a group of these entities when discovery carries them under `group`; earlier releases
+    /// drop the key.
     pub lights: Vec<String>,
 }
 

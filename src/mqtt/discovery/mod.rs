@@ -41,6 +41,15 @@ pub struct Component {
     pub config: Map<String, Value>,
 }
 
+impl Component {
+    /// Whether the component is an entity. A device trigger (`device_automation`) is not: Home
+    /// Assistant's trigger schema takes no `unique_id`, `availability` or `origin`
+    /// (docs/homeassistant.md#switch-presses-as-device-triggers), so it is sent none.
+    pub fn is_entity(&self) -> bool {
+        self.platform != device_automation::PLATFORM
+    }
+}
+
 /// One HA device with its entities.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Device {
@@ -154,18 +163,22 @@ impl Discovery {
         }
         match self.mode {
             DiscoveryMode::Device => {
+                // Home Assistant hands only the availability keys of the root down to the
+                // components (not `qos`), so each component carries its own `qos`.
                 let mut root = Map::new();
                 root.insert("device".into(), device.device.clone());
                 root.insert("origin".into(), origin());
-                root.insert("qos".into(), json!(self.qos));
                 put_availability(&mut root, &device.availability);
                 let mut cmps = Map::new();
                 for c in &device.components {
                     let mut config = c.config.clone();
                     config.insert("p".into(), json!(c.platform));
-                    config.insert("unique_id".into(), json!(c.unique_id));
-                    if let Some(av) = &c.availability {
-                        put_availability(&mut config, av);
+                    config.insert("qos".into(), json!(self.qos));
+                    if c.is_entity() {
+                        config.insert("unique_id".into(), json!(c.unique_id));
+                        if let Some(av) = &c.availability {
+                            put_availability(&mut config, av);
+                        }
                     }
                     cmps.insert(c.key.clone(), Value::Object(config));
                 }
@@ -178,10 +191,12 @@ impl Discovery {
                 .map(|c| {
                     let mut config = c.config.clone();
                     config.insert("device".into(), device.device.clone());
-                    config.insert("origin".into(), origin());
                     config.insert("qos".into(), json!(self.qos));
-                    config.insert("unique_id".into(), json!(c.unique_id));
-                    put_availability(&mut config, c.availability.as_deref().unwrap_or(&device.availability));
+                    if c.is_entity() {
+                        config.insert("origin".into(), origin());
+                        config.insert("unique_id".into(), json!(c.unique_id));
+                        put_availability(&mut config, c.availability.as_deref().unwrap_or(&device.availability));
+                    }
                     (self.component_topic(c.platform, &c.unique_id), Value::Object(config).to_string())
                 })
                 .collect(),
@@ -189,12 +204,15 @@ impl Discovery {
     }
 }
 
-/// Whether a retained config payload was published by this bridge: its origin is ours and one
-/// of its topics lies under `base/`.
+/// Whether a retained config payload was published by this bridge: its origin is ours (or it is
+/// a device trigger) and one of its topics lies under `base/`.
 pub fn is_ours(payload: &Value, base: &str) -> bool {
     let origin = payload.get("origin").or_else(|| payload.get("o"));
     let named = origin.and_then(|o| o.get("name")).and_then(Value::as_str) == Some(ORIGIN_NAME);
-    named && mentions_topic_under(payload, &format!("{base}/"))
+    // A device trigger carries no origin (Home Assistant's trigger schema takes none); its
+    // `casambi2mqtt_` object id (checked by the caller) and its topic under `base/` mark it.
+    let trigger = payload.get("automation_type").and_then(Value::as_str) == Some("trigger");
+    (named || trigger) && mentions_topic_under(payload, &format!("{base}/"))
 }
 
 fn mentions_topic_under(v: &Value, prefix: &str) -> bool {

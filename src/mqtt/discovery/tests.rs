@@ -285,8 +285,35 @@ fn a_switch_whose_fixture_names_its_buttons_gets_one_trigger_each() {
     assert_eq!(cmps["trigger_button_2"]["payload"], "2");
     assert!(cmps["trigger_button_2"]["value_template"].as_str().unwrap().contains("'button'"));
     assert!(cmps.get("trigger_switch").is_none());
-    let ids: BTreeSet<&str> = cmps.values().map(|c| c["unique_id"].as_str().unwrap()).collect();
-    assert_eq!(ids.len(), cmps.len(), "unique ids differ per trigger");
+    // Home Assistant tells triggers apart by their component key; a trigger takes no unique id.
+    assert!(cmps.values().filter(|c| c["p"] == "device_automation").all(|c| c.get("unique_id").is_none()));
+}
+
+/// The keys of Home Assistant's trigger schema (`device_trigger.TRIGGER_DISCOVERY_SCHEMA`), which
+/// drops every other: `device` is the component layout's (the device layout's root carries it),
+/// `p` the device layout's.
+const TRIGGER_KEYS: [&str; 9] =
+    ["automation_type", "topic", "type", "subtype", "payload", "value_template", "qos", "device", "p"];
+
+#[test]
+fn triggers_carry_only_the_keys_home_assistant_takes() {
+    for mode in MODES {
+        let mut triggers = Vec::new();
+        for (topic, v) in configs(mode) {
+            match mode {
+                DiscoveryMode::Device => triggers
+                    .extend(v["cmps"].as_object().unwrap().values().filter(|c| c["p"] == "device_automation").cloned()),
+                DiscoveryMode::Component if topic.starts_with("homeassistant/device_automation/") => triggers.push(v),
+                DiscoveryMode::Component => {}
+            }
+        }
+        assert_eq!(triggers.len(), 1, "{mode:?}");
+        for t in triggers {
+            for k in t.as_object().unwrap().keys() {
+                assert!(TRIGGER_KEYS.contains(&k.as_str()), "{mode:?}: a trigger takes no {k}: {t}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -393,7 +420,8 @@ fn device_mode_has_origin_and_every_component_p_and_unique_id() {
         assert!(!cmps.is_empty());
         for (key, c) in cmps {
             assert!(c["p"].is_string(), "{topic} {key}");
-            assert!(c["unique_id"].is_string(), "{topic} {key}");
+            assert_eq!(c["unique_id"].is_string(), c["p"] != "device_automation", "{topic} {key}");
+            assert_eq!(c["qos"], 1, "the root's qos is not handed down: {topic} {key}");
             assert!(c.as_object().unwrap().len() > 2, "each component needs an option of its own");
         }
         let object_id = topic.split('/').nth(2).unwrap();
@@ -406,6 +434,12 @@ fn component_topics_use_the_unique_id() {
     for (topic, v) in configs(DiscoveryMode::Component) {
         let levels: Vec<&str> = topic.split('/').collect();
         assert_eq!(levels.len(), 4, "{topic}");
+        if levels[1] == "device_automation" {
+            // A trigger carries neither; its topic still starts with the bridge's prefix.
+            assert!(v.get("unique_id").is_none() && v.get("origin").is_none(), "{topic}");
+            assert!(levels[2].starts_with(ORIGIN_NAME), "{topic}");
+            continue;
+        }
         assert_eq!(levels[2], v["unique_id"].as_str().unwrap());
         assert_eq!(v["origin"]["name"], ORIGIN_NAME);
     }
@@ -414,7 +448,11 @@ fn component_topics_use_the_unique_id() {
 #[test]
 fn unique_ids_are_unique_across_the_site_and_the_same_in_both_modes() {
     let ids = |mode| -> Vec<String> {
-        entities(mode).into_iter().map(|(_, c)| c["unique_id"].as_str().unwrap().to_string()).collect()
+        entities(mode)
+            .into_iter()
+            .filter(|(p, _)| p != "device_automation")
+            .map(|(_, c)| c["unique_id"].as_str().unwrap().to_string())
+            .collect()
     };
     let device = ids(DiscoveryMode::Device);
     let set: BTreeSet<_> = device.iter().cloned().collect();
@@ -510,6 +548,10 @@ fn ours_is_recognised_by_origin_and_base_topic() {
     assert!(!is_ours(&v, "other"));
     let v = json!({"origin": {"name": "zigbee2mqtt"}, "state_topic": "casambi/home"});
     assert!(!is_ours(&v, "casambi"));
+    // A device trigger has no origin: its topic under the base topic marks it.
+    let v = json!({"automation_type": "trigger", "topic": "casambi/home/unit/x/event"});
+    assert!(is_ours(&v, "casambi"));
+    assert!(!is_ours(&v, "other"));
 }
 
 #[test]
