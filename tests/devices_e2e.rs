@@ -7,7 +7,8 @@ mod common;
 
 use casambi2mqtt::bridge::state::Topology;
 use casambi2mqtt::commands::Target;
-use casambi2mqtt::mqtt::devices::{DeviceFile, DeviceKey, DeviceSettings, Devices};
+use casambi2mqtt::config::devices::{DeviceFile, settings_of};
+use casambi2mqtt::mqtt::devices::{DeviceKey, Devices};
 use casambi2mqtt::mqtt::{Config, DiscoveryMode, Protocol};
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
@@ -20,7 +21,7 @@ fn devices(entries: &[(&str, Value)]) -> Arc<Devices> {
     Arc::new(Devices::new(entries.iter().map(|(k, v)| {
         let key = DeviceKey::parse(k).unwrap();
         let file: DeviceFile = serde_json::from_value(v.clone()).unwrap();
-        (k.to_string(), key.clone(), DeviceSettings::from_file(&key, file).unwrap())
+        (k.to_string(), key.clone(), settings_of(&key, file).unwrap())
     })))
 }
 

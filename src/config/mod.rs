@@ -18,7 +18,7 @@
 //! be configured by environment variables alone.
 
 mod datapoints;
-mod devices;
+pub mod devices;
 mod env;
 mod error;
 mod file;

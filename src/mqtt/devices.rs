@@ -1,31 +1,15 @@
 //! Per-device settings (`devices:`, docs/configuration.md): a friendly name, leaving a unit out,
 //! and what Home Assistant is told about an entity, keyed by a unit's address or by slugs.
 //!
-//! The settings are checked when the configuration loads ([`DeviceSettings::from_file`]: a bad
-//! value is a configuration error naming its key) and matched to units, groups, scenes and
+//! The settings are checked when the configuration loads (`config/devices.rs`: a bad value is a
+//! configuration error naming its key) and matched to units, groups, scenes and
 //! networks whenever a network's names change ([`Resolved`]). Without `devices:` nothing here
 //! runs: every topic and payload is what it is without the section.
 
 use crate::bridge::caps::Caps;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-
-/// One entry of `devices:` as the file has it.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DeviceFile {
-    /// The friendly name: topics (its slug) and Home Assistant's names.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Not bridged at all.
-    #[serde(default)]
-    pub exclude: bool,
-    /// What Home Assistant's discovery says of the entity ([`HaOverrides`]).
-    #[serde(default)]
-    pub homeassistant: Map<String, Value>,
-}
 
 /// What a `devices:` key names.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -75,7 +59,7 @@ impl DeviceKey {
         }
     }
 
-    fn is_unit(&self) -> bool {
+    pub fn is_unit(&self) -> bool {
         matches!(self, DeviceKey::Address(_) | DeviceKey::Unit(..))
     }
 }
@@ -88,19 +72,6 @@ pub enum Platform {
     /// A `switch`: a relay driving a fan, a pump, a socket.
     Switch,
 }
-
-/// The discovery keys a setting may give an entity, with what each takes. `null` removes a key
-/// the bridge would set (an icon, a category).
-const ENTITY_KEYS: [(&str, &str); 5] = [
-    ("icon", "an icon like mdi:fan, or null"),
-    ("entity_category", "config, diagnostic or null"),
-    ("enabled_by_default", "true, false or null"),
-    ("device_class", "outlet, switch or null (with platform: switch)"),
-    ("entity_picture", "an http:// or https:// URL, or null"),
-];
-
-/// The discovery keys a setting may give the device.
-const DEVICE_KEYS: [(&str, &str); 1] = [("suggested_area", "an area name, or null")];
 
 /// What `homeassistant:` of a setting changes: the main entity's platform, keys merged into the
 /// main entity's config and into the device block (a `null` value removes the key).
@@ -145,83 +116,6 @@ pub struct DeviceSettings {
     pub exclude: bool,
     /// Discovery overrides.
     pub homeassistant: HaOverrides,
-}
-
-/// A problem with one key of an entry: the key below the entry (`homeassistant.icon`) and why.
-pub type FieldProblem = (String, String);
-
-impl DeviceSettings {
-    /// Checks an entry for `key`; every problem names the key below the entry.
-    pub fn from_file(key: &DeviceKey, file: DeviceFile) -> Result<DeviceSettings, Vec<FieldProblem>> {
-        let mut problems = Vec::new();
-        let name = file.name.map(|n| n.trim().to_string());
-        if name.as_deref().is_some_and(|n| super::topics::slug(n).is_empty()) {
-            problems.push(("name".into(), "must contain a letter or a digit (it names the topics)".into()));
-        }
-        let mut ha = HaOverrides::default();
-        for (k, v) in file.homeassistant {
-            let field = format!("homeassistant.{k}");
-            if k == "platform" {
-                match v.as_str() {
-                    _ if !key.is_unit() => {
-                        problems.push((field, "only a unit's entity has a platform to choose".into()))
-                    }
-                    Some("light") => ha.platform = Some(Platform::Light),
-                    Some("switch") => ha.platform = Some(Platform::Switch),
-                    _ => problems.push((field, format!("expected light or switch, got {v}"))),
-                }
-                continue;
-            }
-            let (expected, to) =
-                match (ENTITY_KEYS.iter().find(|(e, _)| *e == k), DEVICE_KEYS.iter().find(|(d, _)| *d == k)) {
-                    (Some((_, expected)), _) => (*expected, &mut ha.entity),
-                    (_, Some((_, expected))) => (*expected, &mut ha.device),
-                    _ => {
-                        let valid: Vec<&str> = ["platform"]
-                            .into_iter()
-                            .chain(ENTITY_KEYS.iter().chain(&DEVICE_KEYS).map(|(k, _)| *k))
-                            .collect();
-                        problems.push((field, format!("unknown key (valid: {})", valid.join(", "))));
-                        continue;
-                    }
-                };
-            if v.is_null() || valid_value(&k, &v) {
-                to.push((k, v));
-            } else {
-                problems.push((field, format!("expected {expected}, got {v}")));
-            }
-        }
-        if ha.entity.iter().any(|(k, v)| k == "device_class" && !v.is_null()) && ha.platform != Some(Platform::Switch) {
-            problems.push(("homeassistant.device_class".into(), "needs platform: switch (a light has none)".into()));
-        }
-        if problems.is_empty() {
-            Ok(DeviceSettings { name, exclude: file.exclude, homeassistant: ha })
-        } else {
-            Err(problems)
-        }
-    }
-}
-
-/// Whether `v` is a value Home Assistant takes for `key` (one of [`ENTITY_KEYS`] or
-/// [`DEVICE_KEYS`]; `null` is handled by the caller).
-fn valid_value(key: &str, v: &Value) -> bool {
-    let text = v.as_str().unwrap_or_default();
-    match key {
-        // HA's icon check: `prefix:name`.
-        "icon" => text.split_once(':').is_some_and(|(p, n)| {
-            let ok =
-                |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-            ok(p) && ok(n)
-        }),
-        "entity_category" => matches!(text, "config" | "diagnostic"),
-        "enabled_by_default" => v.is_boolean(),
-        "device_class" => matches!(text, "outlet" | "switch"),
-        "entity_picture" => {
-            (text.starts_with("https://") || text.starts_with("http://")) && !text.contains(char::is_whitespace)
-        }
-        "suggested_area" => !text.trim().is_empty(),
-        _ => false,
-    }
 }
 
 /// Every entry of `devices:`, checked.

@@ -1,6 +1,7 @@
 //! Keys, values and matching of `devices:`.
 
 use super::*;
+use crate::config::devices::{DeviceFile, FieldProblem, settings_of};
 use serde_json::json;
 
 fn file(v: Value) -> DeviceFile {
@@ -8,7 +9,7 @@ fn file(v: Value) -> DeviceFile {
 }
 
 fn settings(key: &str, v: Value) -> Result<DeviceSettings, Vec<FieldProblem>> {
-    DeviceSettings::from_file(&DeviceKey::parse(key).unwrap(), file(v))
+    settings_of(&DeviceKey::parse(key).unwrap(), file(v))
 }
 
 #[test]

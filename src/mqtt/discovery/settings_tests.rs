@@ -3,8 +3,9 @@
 
 use super::tests::{MODES, check_schemas, configs_of, demo_mirrors, entities_of, renderer};
 use super::*;
+use crate::config::devices::{DeviceFile, settings_of};
 use crate::mqtt::command_intake;
-use crate::mqtt::devices::{DeviceFile, DeviceKey, DeviceSettings, Devices};
+use crate::mqtt::devices::{DeviceKey, Devices};
 use crate::mqtt::mirror::NetMirror;
 use crate::mqtt::topics::Layout;
 use std::collections::BTreeMap;
@@ -15,7 +16,7 @@ fn devices(entries: &[(&str, Value)]) -> Arc<Devices> {
     Arc::new(Devices::new(entries.iter().map(|(k, v)| {
         let key = DeviceKey::parse(k).unwrap();
         let file: DeviceFile = serde_json::from_value(v.clone()).unwrap();
-        let settings = DeviceSettings::from_file(&key, file).unwrap();
+        let settings = settings_of(&key, file).unwrap();
         (k.to_string(), key, settings)
     })))
 }
