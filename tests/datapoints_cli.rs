@@ -130,3 +130,24 @@ async fn bad_arguments_and_configuration_exit_two_other_failures_one() {
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert!(r.stderr.contains("error:"), "{}", r.stderr);
 }
+
+/// A configuration with a site login only: the command opens the network through the user's
+/// session, as the bridge does (docs/cloud.md), and prints the same points.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_site_login_alone_opens_the_network() {
+    let h = Harness::demo().await;
+    let mut config = tempfile::NamedTempFile::new().unwrap();
+    write!(
+        config,
+        "cloud:\n  base_url: {}\n  api_key: demo-key\n  max_requests_per_minute: 6000\n\
+         sites:\n  - email: owner@example.com\n    password: demo\nhealth:\n  listen: \"\"\n",
+        h.sim.base_url()
+    )
+    .unwrap();
+    let (from, to) = past_day();
+    let r = run(&config, &["--network", HOME, "--from", &iso(from), "--to", &iso(to), "--keys", "lux"]).await;
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let filter = DatapointQuery { keys: vec!["lux".into()], ..DatapointQuery::default() };
+    let expected = h.reference_of(&filter, from, to, TimeDelta::days(1)).await;
+    assert_eq!(r.stdout.lines().count(), expected.len() + 1, "{}", r.stderr);
+}

@@ -16,7 +16,7 @@ use crate::cloud::channel::{ChannelConfig, EventChannel};
 use crate::cloud::model::{Credentials, Secret};
 use crate::cloud::quota::BackoffPolicy;
 use crate::cloud::rest::RestClient;
-use crate::cloud::session::{LoginPolicy, SessionManager, UserSessionManager};
+use crate::cloud::session::LoginPolicy;
 use crate::wake_batch::WakeBatcher;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -180,22 +180,13 @@ impl Bridge {
         let (states_tx, states_rx) = watch::channel(vec![CredentialState::Starting; entries]);
         let states_tx = Arc::new(states_tx);
         let gate = StartupGate::new(entries);
-        let network_sources = credentials.iter().map(|creds| {
-            SessionSource::Network(Arc::new(SessionManager::new(
-                rest.clone(),
-                Credentials::new(creds.email.clone(), creds.password.clone()),
-                creds.ids.clone(),
-                LoginPolicy::default(),
-            )))
-        });
-        let site_sources = sites.iter().map(|creds| SessionSource::User {
-            manager: Arc::new(UserSessionManager::new(
-                rest.clone(),
-                Credentials::new(creds.email.clone(), creds.password.clone()),
-                LoginPolicy::default(),
-            )),
-            ids: creds.ids.clone(),
-        });
+        let login = |creds: &CredentialSettings| Credentials::new(creds.email.clone(), creds.password.clone());
+        let network_sources = credentials
+            .iter()
+            .map(|creds| SessionSource::network_login(&rest, login(creds), creds.ids.clone(), LoginPolicy::default()));
+        let site_sources = sites
+            .iter()
+            .map(|creds| SessionSource::site_login(&rest, login(creds), creds.ids.clone(), LoginPolicy::default()));
         for (index, source) in network_sources.chain(site_sources).enumerate() {
             let task = CredentialTask {
                 index,

@@ -6,8 +6,10 @@
 
 use crate::cloud::CloudError;
 use crate::cloud::datapoints::SessionProvider;
+use crate::cloud::model::Credentials;
 use crate::cloud::model::Secret;
-use crate::cloud::session::{NetworkSession, SessionManager, UserSessionHandle, UserSessionManager};
+use crate::cloud::rest::RestClient;
+use crate::cloud::session::{LoginPolicy, NetworkSession, SessionManager, UserSessionHandle, UserSessionManager};
 use std::sync::Arc;
 
 /// A session id usable for one network, and its generation (pass it back to
@@ -54,6 +56,18 @@ pub enum SessionSource {
 }
 
 impl SessionSource {
+    /// The sessions of a `networks:` entry: one per network of `ids` (empty: every network the
+    /// credentials open).
+    pub fn network_login(rest: &RestClient, credentials: Credentials, ids: Vec<String>, policy: LoginPolicy) -> Self {
+        SessionSource::Network(Arc::new(SessionManager::new(rest.clone(), credentials, ids, policy)))
+    }
+
+    /// The user session of a `sites:` entry, for the networks of `ids` (empty: every network of
+    /// the user).
+    pub fn site_login(rest: &RestClient, credentials: Credentials, ids: Vec<String>, policy: LoginPolicy) -> Self {
+        SessionSource::User { manager: Arc::new(UserSessionManager::new(rest.clone(), credentials, policy)), ids }
+    }
+
     /// Runs a REST call with the session of network `id`; after a 410 gets one new session and
     /// retries once.
     pub async fn with_session<T, F, Fut>(&self, id: &str, op: F) -> Result<T, CloudError>

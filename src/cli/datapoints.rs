@@ -3,11 +3,13 @@
 
 use super::init_logging;
 use anyhow::Context;
+use casambi2mqtt::bridge::CredentialSettings;
+use casambi2mqtt::bridge::session_source::SessionSource;
 use casambi2mqtt::cloud::datapoints::{Datapoint, FetchOptions, Fetcher};
 use casambi2mqtt::cloud::model::Credentials;
 use casambi2mqtt::cloud::quota::BackoffPolicy;
 use casambi2mqtt::cloud::rest::{DataType, DatapointQuery, RestClient};
-use casambi2mqtt::cloud::session::{LoginPolicy, SessionManager};
+use casambi2mqtt::cloud::session::LoginPolicy;
 use casambi2mqtt::config::{self, Config, LogFormat};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
 use clap::{Args, ValueEnum};
@@ -128,28 +130,38 @@ fn rest_client(config: &Config) -> anyhow::Result<RestClient> {
     config.cloud.rest_client().context("cannot set up the REST client")
 }
 
-/// A session for `network` from the first credentials entry that opens it: the entries that
-/// list it, else those open to every network. `None` when none does.
-async fn open_network(config: &Config, rest: &RestClient, network: &str) -> anyhow::Result<Option<SessionManager>> {
-    let listing: Vec<_> = config.networks.iter().filter(|n| n.ids.iter().any(|id| id == network)).collect();
-    let candidates =
-        if listing.is_empty() { config.networks.iter().filter(|n| n.ids.is_empty()).collect() } else { listing };
+/// The sessions of the first credentials entry that opens `network`, tried in the bridge's
+/// order (docs/cloud.md): `networks:` entries before `sites:` entries, and in each list those that
+/// name the network before those open to every network. `None` when none does.
+async fn open_network(config: &Config, rest: &RestClient, network: &str) -> anyhow::Result<Option<SessionSource>> {
+    let naming = |list: &'_ [CredentialSettings]| -> Vec<CredentialSettings> {
+        let listing: Vec<_> = list.iter().filter(|n| n.ids.iter().any(|id| id == network)).cloned().collect();
+        if listing.is_empty() { list.iter().filter(|n| n.ids.is_empty()).cloned().collect() } else { listing }
+    };
     // An installer at a terminal wants an answer in seconds: one retry of a failed login, not the
     // bridge's patient schedule (a third failure would wait out the lockout guard's minute).
     let policy = LoginPolicy {
         transient: BackoffPolicy { max_retries: Some(1), ..BackoffPolicy::default() },
         ..LoginPolicy::default()
     };
-    for entry in candidates {
-        let creds = Credentials::new(entry.email.clone(), entry.password.clone());
-        let sessions = SessionManager::new(rest.clone(), creds, vec![network.to_string()], policy.clone());
+    let only = || vec![network.to_string()];
+    let login = |entry: &CredentialSettings| Credentials::new(entry.email.clone(), entry.password.clone());
+    let candidates = naming(&config.networks)
+        .into_iter()
+        .map(|e| (e.email.clone(), SessionSource::network_login(rest, login(&e), only(), policy.clone())))
+        .chain(
+            naming(&config.sites)
+                .into_iter()
+                .map(|e| (e.email.clone(), SessionSource::site_login(rest, login(&e), only(), policy.clone()))),
+        );
+    for (email, sessions) in candidates {
         match sessions.open().await {
-            Ok(opened) if !opened.sessions.is_empty() => return Ok(Some(sessions)),
-            Ok(_) => tracing::info!(email = %entry.email, network, "these credentials do not open the network"),
+            Ok(opened) if opened.networks.iter().any(|n| n.id == network) => return Ok(Some(sessions)),
+            Ok(_) => tracing::info!(%email, network, "these credentials do not open the network"),
             Err(e) if e.is_final() || e.status() == Some(404) => {
-                tracing::warn!(email = %entry.email, network, error = %e, "login failed; trying the next entry");
+                tracing::warn!(%email, network, error = %e, "login failed; trying the next entry");
             }
-            Err(e) => return Err(e).with_context(|| format!("cannot log in as {}", entry.email)),
+            Err(e) => return Err(e).with_context(|| format!("cannot log in as {email}")),
         }
     }
     Ok(None)
