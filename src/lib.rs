@@ -16,6 +16,7 @@ pub mod config;
 pub mod datapoints_task;
 pub mod health;
 pub mod json_object;
+pub mod log_filter;
 pub mod mqtt;
 pub mod sim;
 pub mod wake_batch;

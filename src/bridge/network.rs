@@ -589,7 +589,7 @@ impl Supervisor {
 
 /// Runs a REST call with the session of network `id`; after a 410 gets one new session and
 /// retries once.
-pub(super) async fn with_session<T, F, Fut>(sessions: &SessionSource, id: &str, op: F) -> Result<T, CloudError>
+pub(crate) async fn with_session<T, F, Fut>(sessions: &SessionSource, id: &str, op: F) -> Result<T, CloudError>
 where
     F: Fn(Secret) -> Fut,
     Fut: std::future::Future<Output = Result<T, CloudError>>,

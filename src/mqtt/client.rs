@@ -26,6 +26,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// A photo (docs/mqtt.md, "Photos") is up to 4 MiB, and the start-up clean-up reads the photos
 /// retained under the base topic too; the rest is room for the topic and the packet's header.
 const MAX_PACKET: usize = crate::bridge::photos::MAX_PHOTO_BYTES + 64 * 1024;
+/// Largest packet the MQTT 3.1.1 event loop reads: any the protocol allows (a remaining length of
+/// 256 MiB and its 5-byte header), so that none drops the connection; messages over
+/// [`MAX_PACKET`] are dropped after reading (`poll::oversized`). MQTT 5 tells the broker
+/// [`MAX_PACKET`] in its CONNECT, and the broker sends nothing larger.
+const V3_MAX_INCOMING: usize = 268_435_455 + 5;
 /// Requests queued towards the event loop before `publish` waits. Each holds its topic and
 /// payload (a discovery config ~1.2 KB): at a big site's start-up the queue is always full, so
 /// 1,024 held ~1 MB more than 128 for no throughput (the publisher and the event loop share one
@@ -172,14 +177,12 @@ pub fn broker_address(url: &str) -> Option<(String, u16, bool)> {
     Some((host, parsed.port().unwrap_or(if tls { 8883 } else { 1883 }), tls))
 }
 
-/// The URL without any `user:password@` part, for messages and logs.
+/// The URL without any `user:password@` part, for messages and logs. Everything up to the last
+/// `@` goes: a password may hold a `/`, `?` or `#` that was not percent-encoded, and showing too
+/// little of a URL is better than showing a password.
 pub fn redact_url(url: &str) -> String {
     match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
-            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-            if path.is_empty() { format!("{scheme}://{host}") } else { format!("{scheme}://{host}/{path}") }
-        }
+        Some((scheme, rest)) => format!("{scheme}://{}", rest.rsplit_once('@').map_or(rest, |(_, h)| h)),
         None => url.rsplit_once('@').map_or(url, |(_, h)| h).to_string(),
     }
 }
@@ -350,7 +353,7 @@ impl Spec<'_> {
     fn v3(&self) -> (rumqttc::AsyncClient, rumqttc::EventLoop) {
         let mut o = rumqttc::MqttOptions::new(self.client_id, self.host.clone(), self.port);
         o.set_keep_alive(KEEP_ALIVE)
-            .set_max_packet_size(MAX_PACKET, MAX_PACKET)
+            .set_max_packet_size(V3_MAX_INCOMING, MAX_PACKET)
             .set_clean_session(true)
             .set_inflight(self.inflight.min(V3_INFLIGHT));
         if let Some(t) = &self.transport {
@@ -626,6 +629,9 @@ mod tests {
     fn credentials_in_the_url_are_used_and_never_shown() {
         assert_eq!(redact_url("mqtt://user:p%40ss@broker:1883"), "mqtt://broker:1883");
         assert_eq!(redact_url("mqtts://broker"), "mqtts://broker");
+        assert_eq!(redact_url("ws://broker:8080/mqtt"), "ws://broker:8080/mqtt");
+        assert_eq!(redact_url("mqtt://user:pa/ss@broker:1883"), "mqtt://broker:1883", "a / in the password");
+        assert_eq!(redact_url("mqtt://user:p?a#s/s@broker"), "mqtt://broker");
         assert_eq!(url_credentials("mqtt://user:p%40ss@broker:1883"), Some(("user".into(), "p@ss".into())));
         assert_eq!(url_credentials("mqtt://broker"), None);
     }

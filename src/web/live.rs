@@ -13,12 +13,15 @@
 use super::WebState;
 use super::model::{NetworkHeader, NetworkModel, UnitModel, groups};
 use axum::extract::State;
+use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde::Serialize;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// How often the hub sends what changed: a change reaches an open page within this plus the
@@ -133,16 +136,22 @@ struct Page {
     first: Option<Event>,
     frames: broadcast::Receiver<Arc<Frame>>,
     web: Arc<WebState>,
+    /// Its place among `http.max_live_streams`, given back when the stream ends.
+    _place: Option<OwnedSemaphorePermit>,
 }
 
-/// `GET /api/events`.
-pub async fn events(State(web): State<Arc<WebState>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+/// `GET /api/events`; `503` while `http.max_live_streams` streams are open.
+pub async fn events(State(web): State<Arc<WebState>>) -> Response {
+    let Ok(place) = web.live.clone().try_acquire_owned() else {
+        let body = axum::Json(serde_json::json!({"error": "too many open pages; try again shortly"}));
+        return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "10")], body).into_response();
+    };
     // Subscribe and start noting changes before the snapshot: whatever changes after it reaches
     // the page as a frame, so nothing falls between the two.
     let frames = web.pages.subscribe();
     web.mirror.set_watching(true);
     let first = Event::default().event("snapshot").data(web.page_json());
-    Sse::new(page_stream(web, frames, first)).keep_alive(KeepAlive::default())
+    Sse::new(page_stream(web, frames, first, Some(place))).keep_alive(KeepAlive::default()).into_response()
 }
 
 /// One page's events: `first`, then every frame, until shutdown or until the page falls
@@ -151,8 +160,9 @@ fn page_stream(
     web: Arc<WebState>,
     frames: broadcast::Receiver<Arc<Frame>>,
     first: Event,
+    place: Option<OwnedSemaphorePermit>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    let page = Page { first: Some(first), frames, web };
+    let page = Page { first: Some(first), frames, web, _place: place };
     futures_util::stream::unfold(page, |mut page| async move {
         if let Some(first) = page.first.take() {
             return Some((Ok(first), page));
@@ -195,6 +205,9 @@ mod tests {
             broker: String::new(),
             protocol: "auto".into(),
             rest_limit: 60,
+            public_host: Vec::new(),
+            limits: crate::config::HttpSettings::default().limits,
+            max_live_streams: 4,
         };
         Arc::new(WebState::new(settings, HealthState::new(), CancellationToken::new()))
     }
@@ -206,7 +219,7 @@ mod tests {
     #[tokio::test]
     async fn a_page_that_keeps_up_gets_every_frame() {
         let web = web();
-        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default(), None);
         for n in 0..PAGE_QUEUE {
             web.pages.send(frame(n)).unwrap();
         }
@@ -217,7 +230,7 @@ mod tests {
     #[tokio::test]
     async fn a_page_that_falls_behind_is_dropped_without_holding_anyone() {
         let web = web();
-        let slow = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        let slow = page_stream(web.clone(), web.pages.subscribe(), Event::default(), None);
         let mut keeping_up = web.pages.subscribe();
         for n in 0..=PAGE_QUEUE {
             // Never waits, whoever reads or not.
@@ -251,7 +264,7 @@ mod tests {
     #[tokio::test]
     async fn a_page_ends_at_shutdown() {
         let web = web();
-        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default(), None);
         web.shutdown.cancel();
         assert_eq!(stream.collect::<Vec<_>>().await.len(), 1);
     }

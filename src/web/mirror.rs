@@ -213,6 +213,14 @@ impl Mirror {
         self.lock().nets.values().any(|n| n.units.values().any(|u| u.fixture_id == Some(fixture)))
     }
 
+    /// Where a unit's icon comes from: whether it has an image of its own, and its fixture;
+    /// `None` for a unit no network has.
+    pub fn icon_source(&self, network: &str, unit: u32) -> Option<(bool, Option<u32>)> {
+        let inner = self.lock();
+        let unit = inner.nets.get(network)?.units.get(&unit)?;
+        Some((unit.image.is_some(), unit.fixture_id))
+    }
+
     /// What changed since the last call, as now; forgets it. Copies only what the frames need
     /// (the bridge's path waits on this lock): whole networks only for the rare full views.
     pub fn take_changes(&self) -> Changes {
