@@ -341,7 +341,13 @@ async fn control(
     let request = match body {
         Ok(axum::Json(body)) => body.into_request(),
         // The parser's message may quote the body: a short prefix only.
-        Err(e) => Err(access::quote(&e.body_text())),
+        Err(e) => {
+            let code = match e.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return refused(code, access::quote(&e.body_text()));
+        }
     };
     let request = match request {
         Ok(r) => r,
