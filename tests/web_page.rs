@@ -314,7 +314,7 @@ async fn the_live_stream_icons_and_assets_over_http() {
     assert!(living.is_some(), "the group of the unit comes along: {frame}");
 
     // Icons: each fixture's once from the service, however often the page asks; a fixture
-    // without one is 404, and one no unit has is never asked for.
+    // without one, or one no unit has (never asked for), is the page's own picture.
     let site = Site::demo();
     let fixtures: Vec<(i64, bool)> = site.fixtures.iter().map(|f| (f.id, f.icon)).collect();
     for _ in 0..3 {
@@ -324,12 +324,28 @@ async fn the_live_stream_icons_and_assets_over_http() {
                 assert_eq!(r.status(), 200, "fixture {id}");
                 assert!(r.bytes().await.unwrap().starts_with(b"\x89PNG"), "fixture {id}");
             } else {
-                assert_eq!(r.status(), 404, "fixture {id}");
+                assert_eq!(r.status(), 200, "fixture {id}");
+                assert_eq!(r.headers()["content-type"], "image/svg+xml", "fixture {id}");
             }
         }
     }
-    assert_eq!(client.get(rig.url("icon/fixture/4242")).send().await.unwrap().status(), 404);
+    let made_up = client.get(rig.url("icon/fixture/4242")).send().await.unwrap();
+    assert_eq!(
+        (made_up.status().as_u16(), made_up.headers()["content-type"].to_str().unwrap()),
+        (200, "image/svg+xml")
+    );
+    // A unit with an image of its own: the service's unit-icon route, once.
+    for _ in 0..2 {
+        let r = client.get(rig.url(&format!("icon/unit/{HOME}/1"))).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.bytes().await.unwrap().starts_with(b"\x89PNG"), "the unit's icon");
+    }
+    let unknown = client.get(rig.url(&format!("icon/unit/{HOME}/999"))).send().await.unwrap();
+    assert_eq!(unknown.headers()["content-type"], "image/svg+xml");
     let asked = rig.sim.shared().log.requests();
+    let unit_icon = format!("/v1/networks/{HOME}/units/1/icon");
+    assert_eq!(asked.iter().filter(|r| r.path == unit_icon).count(), 1, "{unit_icon} asked once");
+    assert!(!asked.iter().any(|r| r.path.ends_with("/units/999/icon")));
     for (id, _) in &fixtures {
         let path = format!("/v1/fixtures/{id}/icon");
         assert_eq!(asked.iter().filter(|r| r.path == path).count(), 1, "{path} asked once");

@@ -92,7 +92,8 @@ pub fn frames(web: &WebState) -> Vec<Frame> {
         out.extend(Frame::of("units", &UnitsFrame { network, units, groups }));
     }
     drop(latest);
-    if changes.bridge_problems {
+    // A network read for the first time changes how many are still to come.
+    if changes.bridge_problems || !changes.networks.is_empty() {
         out.extend(web.bridge_frame());
     }
     out

@@ -178,13 +178,17 @@ impl WebState {
     }
 
     fn bridge_model<'a>(&'a self, problems: &'a [ProblemNote], rest: RestWindow) -> BridgeModel<'a> {
+        let (networks_to_come, logins_to_come) = self.health.to_come();
         BridgeModel {
             version: env!("CARGO_PKG_VERSION"),
             uptime_s: self.started.elapsed().as_secs(),
             broker: &self.broker,
             protocol: &self.protocol,
+            protocol_spoken: self.health.mqtt_protocol(),
             mqtt_connected: self.health.mqtt_connected(),
             rest,
+            networks_to_come,
+            logins_to_come,
             problems,
         }
     }

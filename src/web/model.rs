@@ -40,10 +40,17 @@ pub struct BridgeModel<'a> {
     pub broker: &'a str,
     /// The MQTT protocol setting (`auto`, `v5`, `v3`).
     pub protocol: &'a str,
+    /// The protocol of the last MQTT connection (`5`, `3.1.1`); `None` before one.
+    pub protocol_spoken: Option<&'static str>,
     /// Whether MQTT is connected.
     pub mqtt_connected: bool,
     /// The API key's REST requests.
     pub rest: RestWindow,
+    /// Networks the bridge expects and has not read yet (their login or first snapshot is
+    /// still to come).
+    pub networks_to_come: usize,
+    /// Credentials entries still logging in (their networks are not known yet).
+    pub logins_to_come: usize,
     /// Recent problems that concern no single network.
     pub problems: &'a [ProblemNote],
 }
@@ -161,7 +168,11 @@ impl UnitModel {
             offers: Offers { toggle: light, brightness: light && caps.dimmer, color_temp: caps.cct, color: caps.color },
             battery: None,
             energy: None,
-            icon: unit.fixture_id.map(|f| format!("icon/fixture/{f}")),
+            icon: match (&unit.image, unit.fixture_id) {
+                (Some(_), _) => Some(format!("icon/unit/{}/{}", view.status.id, unit.id)),
+                (None, Some(f)) => Some(format!("icon/fixture/{f}")),
+                (None, None) => None,
+            },
         }
     }
 
