@@ -2,10 +2,13 @@
 //! simulator's demo site, a real mosquitto and the whole bridge (`app::run`): the page lists the
 //! demo's units, a change made in the simulator appears on the open page within a second, a click
 //! changes the unit in the simulator, names are shown as text (never as HTML), the page fits a
-//! phone, and a page on a listener beyond loopback controls nothing without `http.token`.
+//! phone, and a page on a listener beyond loopback controls nothing without `http.token`. A site
+//! of 100 networks of 250 units shows its networks as they are read, then whole within 3 s of
+//! loading in a heap of at most 50 MB, opens a network and searches.
 //!
 //! `CASAMBI2MQTT_SCREENSHOT=docs/web-page.png cargo test --test web_page` writes the screenshot of
-//! docs/web.md.
+//! docs/web.md (the demo, with a search in use); `CASAMBI2MQTT_SCREENSHOT_SEARCH=<file>` one of the
+//! big site searched.
 
 #[path = "common/browser.rs"]
 mod browser;
@@ -111,6 +114,15 @@ fn card(network: &str, unit: i64) -> String {
     format!("section[data-network=\"{network}\"] [data-unit=\"{unit}\"]")
 }
 
+/// Types `text` into the page's search box.
+async fn search(browser: &Browser, text: &str) {
+    let script = format!(
+        "const s = document.getElementById('search'); s.value = {}; s.dispatchEvent(new Event('input')); return true;",
+        json!(text)
+    );
+    browser.eval(&script).await;
+}
+
 /// Waits until the unit card `css` shows `state` (`ON`, `OFF`).
 async fn wait_state(browser: &Browser, css: &str, state: &str, what: &str) {
     let script = format!("return document.querySelector('{css}').dataset.state === '{state}';");
@@ -169,13 +181,34 @@ async fn the_page_lists_follows_and_controls_the_demo() {
     })
     .await;
 
+    // The search shows the units whose names hold the text, across networks.
+    search(&browser, "room").await;
+    browser
+        .wait_for(
+            Duration::from_secs(5),
+            "the search finds the rooms",
+            "const names = [...document.querySelectorAll('section[data-network]:not([hidden]) [data-unit] .name')] \
+             .map(n => n.textContent).sort().join('|'); \
+             return names === 'Living room floor|Living room lamp|Meeting room|Meeting room presence' \
+             && document.getElementById('found').textContent === '4 units in 2 networks match';",
+        )
+        .await;
     if let Ok(path) = std::env::var("CASAMBI2MQTT_SCREENSHOT") {
         // The icons come through the API key's quota: after start-up's burst, one a second.
-        let icons = "return [...document.images].every(i => i.complete);";
-        browser.wait_for(Duration::from_secs(20), "every icon loaded", icons).await;
+        let icons =
+            "return icons.loading === 0 && icons.waiting.length === 0 && [...document.images].every(i => i.complete);";
+        browser.wait_for(Duration::from_secs(30), "every icon loaded", icons).await;
         let png = browser.client.screenshot().await.unwrap();
         std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path), &png).unwrap();
     }
+    search(&browser, "").await;
+    browser
+        .wait_for(
+            Duration::from_secs(5),
+            "every unit again",
+            &format!("return document.querySelectorAll('[data-unit]').length === {};", units.len()),
+        )
+        .await;
     let png = browser.client.screenshot().await.unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG screenshot");
 
@@ -353,4 +386,118 @@ async fn the_live_stream_icons_and_assets_over_http() {
     assert!(!asked.iter().any(|r| r.path == "/v1/fixtures/4242/icon"));
 
     rig.stop().await;
+}
+
+/// The page's state as the test polls it: network sections, unit cards, the "still to come" line.
+async fn page_counts(browser: &Browser) -> (u64, u64, String) {
+    let v = browser
+        .eval(
+            "const c = document.getElementById('coming'); \
+             return [document.querySelectorAll('section[data-network]').length, \
+                     document.querySelectorAll('[data-unit]').length, c.hidden ? '' : c.textContent];",
+        )
+        .await;
+    (v[0].as_u64().unwrap_or(0), v[1].as_u64().unwrap_or(0), v[2].as_str().unwrap_or("").to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_site_of_100_networks_of_250_units_shows_within_3_s_and_searches() {
+    const NETWORKS: u64 = 100;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let sim = Simulator::start_local(SimConfig::new(Site::generate(NETWORKS as usize, 250))).await.unwrap();
+    let broker = Mosquitto::start();
+    // A quota that reads the site in several seconds, so the page sees it arrive.
+    let yaml = format!(
+        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\n  max_requests_per_minute: 1500\n\
+         networks:\n  - email: {}\n    password: {}\nmqtt:\n  url: {}\nhttp:\n  listen: 127.0.0.1:0\n\
+         datapoints:\n  enabled: false\n",
+        sim.base_url(),
+        sim.ws_url(),
+        casambi2mqtt::sim::site::DEMO_NETWORK_EMAIL,
+        casambi2mqtt::sim::site::DEMO_PASSWORD,
+        broker.url()
+    );
+    let config = casambi2mqtt::config::parse(&yaml, Vec::<(String, String)>::new()).unwrap();
+    let shutdown = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(app::run(config, shutdown.clone(), Some(tx)));
+    let running = rx.await.expect("the bridge starts");
+    let url = format!("http://{}/", running.health_addr.expect("the HTTP listener"));
+
+    // While the bridge reads the site, networks appear as they come, with a line saying how
+    // many are still to come.
+    let browser = Browser::start(1400, 1000).await;
+    browser.client.goto(&url).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen_arriving = None;
+    loop {
+        let (sections, _, coming) = page_counts(&browser).await;
+        if sections > 0 && sections < NETWORKS && coming.contains("still to come") {
+            seen_arriving.get_or_insert((sections, coming.clone()));
+        }
+        if sections == NETWORKS && coming.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the page shows {sections} networks; {coming:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (sections, coming) = seen_arriving.expect("networks seen arriving with a line of what is to come");
+    eprintln!("while starting: {sections} networks shown, {coming:?}");
+
+    // Loaded afresh, the whole site shows within 3 s, in a heap of at most 50 MB.
+    browser.client.goto("about:blank").await.unwrap();
+    browser.client.goto(&url).await.unwrap();
+    let shown = format!(
+        "return document.querySelectorAll('section[data-network]').length === {NETWORKS} \
+         && document.getElementById('live').textContent === 'live';"
+    );
+    browser.wait_for(Duration::from_secs(10), "every network shows", &shown).await;
+    let ms = browser.eval("return performance.now();").await.as_f64().unwrap_or(f64::MAX);
+    let heap = browser.eval("return performance.memory.usedJSHeapSize;").await.as_f64().unwrap_or(f64::MAX);
+    eprintln!("100 × 250: every network shown {ms:.0} ms after navigation; JS heap {:.1} MB", heap / 1e6);
+    assert!(ms < 3000.0, "the site took {ms:.0} ms to show");
+    assert!(heap <= 50e6, "the page's heap is {:.1} MB", heap / 1e6);
+    let (_, cards, _) = page_counts(&browser).await;
+    assert_eq!(cards, 0, "a big site's networks start closed");
+
+    // A network opened shows its 250 units.
+    let first = "section[data-network] button[data-fold]";
+    browser.click(first).await;
+    browser
+        .wait_for(
+            Duration::from_secs(3),
+            "the opened network shows its units",
+            "return document.querySelectorAll('section[data-network] [data-unit]').length === 250;",
+        )
+        .await;
+
+    // The search finds units by name across the networks.
+    search(&browser, "Unit 249").await;
+    browser
+        .wait_for(
+            Duration::from_secs(5),
+            "the search shows one unit per network",
+            &format!(
+                "const cards = [...document.querySelectorAll('section[data-network]:not([hidden]) [data-unit]')]; \
+                 return cards.length === {NETWORKS} && cards.every(c => c.querySelector('.name').textContent === 'Unit 249') \
+                 && document.getElementById('found').textContent === '{NETWORKS} units in {NETWORKS} networks match';"
+            ),
+        )
+        .await;
+    if let Ok(path) = std::env::var("CASAMBI2MQTT_SCREENSHOT_SEARCH") {
+        let png = browser.client.screenshot().await.unwrap();
+        std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path), &png).unwrap();
+    }
+    // No request of the page failed.
+    let failed = browser
+        .eval("return performance.getEntriesByType('resource').filter(e => e.responseStatus >= 400).map(e => e.name);")
+        .await;
+    assert_eq!(failed, json!([]), "requests that failed");
+
+    browser.close().await;
+    shutdown.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(6), task).await;
 }

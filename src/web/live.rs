@@ -70,8 +70,9 @@ pub fn frames(web: &WebState) -> Vec<Frame> {
     let latest = web.latest();
     let fill = |network: &str, unit: &mut UnitModel| latest.fill(network, unit);
     let mut out = Vec::new();
+    let with_units = changes.networks.is_empty() || web.mirror.unit_total() <= super::model::LEAN_ABOVE;
     for net in &changes.networks {
-        out.extend(Frame::of("network", &NetworkModel::of(net, rest, &fill)));
+        out.extend(Frame::of("network", &NetworkModel::of(net, rest, &fill, with_units)));
     }
     for net in &changes.statuses {
         out.extend(Frame::of("status", &NetworkHeader::of(net, rest)));

@@ -203,6 +203,16 @@ impl Mirror {
         (inner.nets.values().cloned().collect(), inner.bridge_problems.iter().cloned().collect())
     }
 
+    /// One network, as now.
+    pub fn network(&self, id: &str) -> Option<NetMirror> {
+        self.lock().nets.get(id).cloned()
+    }
+
+    /// How many units every network has together.
+    pub fn unit_total(&self) -> usize {
+        self.lock().nets.values().map(|n| n.units.len()).sum()
+    }
+
     /// The bridge-wide problems, as now.
     pub fn bridge_problems(&self) -> Vec<ProblemNote> {
         self.lock().bridge_problems.iter().cloned().collect()

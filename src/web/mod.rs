@@ -14,6 +14,7 @@
 
 pub mod access;
 mod assets;
+mod browse;
 pub mod control;
 pub mod icons;
 pub mod listener;
@@ -208,7 +209,10 @@ impl WebState {
         let fill = |network: &str, unit: &mut UnitModel| latest.fill(network, unit);
         let page = PageModel {
             bridge: self.bridge_model(&problems, rest),
-            networks: nets.iter().map(|n| NetworkModel::of(n, rest, &fill)).collect(),
+            networks: {
+                let with_units = nets.iter().map(|n| n.units.len()).sum::<usize>() <= model::LEAN_ABOVE;
+                nets.iter().map(|n| NetworkModel::of(n, rest, &fill, with_units)).collect()
+            },
         };
         serde_json::to_string(&page).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot render the page model");
@@ -231,6 +235,8 @@ pub fn routes(web: Arc<WebState>) -> Router {
         .route("/api/state", get(state))
         .route("/api/events", get(live::events))
         .route("/api/access", get(access_verdict))
+        .route("/api/networks/{id}", get(browse::network))
+        .route("/api/units", get(browse::search))
         .route("/api/control", post(control).layer(axum::extract::DefaultBodyLimit::max(CONTROL_BODY_LIMIT)))
         .route("/icon/fixture/{id}", get(icon))
         .route("/icon/unit/{network}/{unit}", get(unit_icon))

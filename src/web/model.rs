@@ -220,26 +220,40 @@ pub struct NetworkModel<'a> {
     /// The network's own fields.
     #[serde(flatten)]
     pub header: NetworkHeader<'a>,
-    /// Its units, by id.
-    pub units: Vec<UnitModel>,
+    /// Its units, by id; `None` in the model of a big site ([`LEAN_ABOVE`]), whose page asks for
+    /// a network's units when it opens it.
+    pub units: Option<Vec<UnitModel>>,
+    /// How many units it has.
+    pub unit_count: usize,
     /// Its groups.
     pub groups: Vec<GroupJson<'a>>,
     /// Its scenes.
     pub scenes: Vec<SceneModel<'a>>,
 }
 
+/// Sites of more units than this get networks without their units in the page model and the
+/// `network` frames: a site of 100 networks of 250 units would be an 11 MB snapshot, longer to
+/// render and to read than the page may take. Their page asks for a network's units when it
+/// opens it (`GET /api/networks/<id>`) and searches on the bridge (`GET /api/units?q=`).
+pub const LEAN_ABOVE: usize = 2000;
+
+/// The model of one unit of `net`, completed by `fill` (battery and energy).
+pub fn unit_model(net: &NetMirror, unit: &UnitState, fill: &dyn Fn(&str, &mut UnitModel)) -> UnitModel {
+    let mut model = UnitModel::of(unit, &net.view);
+    fill(&net.status.id, &mut model);
+    model
+}
+
 impl<'a> NetworkModel<'a> {
-    /// The model of `net`; `fill` completes each unit (battery and energy).
-    pub fn of(net: &'a NetMirror, rest: RestWindow, fill: &dyn Fn(&str, &mut UnitModel)) -> NetworkModel<'a> {
-        let units = net
-            .units
-            .values()
-            .map(|u| {
-                let mut model = UnitModel::of(u, &net.view);
-                fill(&net.status.id, &mut model);
-                model
-            })
-            .collect();
+    /// The model of `net`, its units included when `with_units`; `fill` completes each unit
+    /// (battery and energy).
+    pub fn of(
+        net: &'a NetMirror,
+        rest: RestWindow,
+        fill: &dyn Fn(&str, &mut UnitModel),
+        with_units: bool,
+    ) -> NetworkModel<'a> {
+        let units = with_units.then(|| net.units.values().map(|u| unit_model(net, u, fill)).collect());
         let scenes = net
             .view
             .scenes
@@ -254,6 +268,7 @@ impl<'a> NetworkModel<'a> {
         NetworkModel {
             header: NetworkHeader::of(net, rest),
             units,
+            unit_count: net.units.len(),
             groups: groups(&net.view, &net.units, None),
             scenes,
         }

@@ -3,8 +3,9 @@
 // HTML, so a unit named "<script>" shows as that text.
 //
 // Big sites: a network's units are built only while it is open, a few at a time between frames,
-// and a network starts closed when the site has many networks or it has many units. The search
-// box shows the networks and units whose names hold the text.
+// and a network starts closed when the site has many networks or it has many units. The bridge
+// sends a big site's networks without their units: the page asks for a network's units when it
+// is opened. The search box asks the bridge for the units whose names hold the text.
 "use strict";
 
 const TOKEN_KEY = "casambi2mqtt.token";
@@ -24,8 +25,15 @@ const state = {
   control: false,
   received: Date.now(),
   query: "",
+  // What the search found: units by network id, the networks whose names match, totals.
+  found: new Map(),
+  foundNetworks: new Set(),
+  foundTotal: 0,
+  searches: 0,
   // Networks the user opened or closed, by id: true = open.
   folded: new Map(),
+  // Networks whose units are being asked for.
+  loading: new Set(),
 };
 
 // A token given as #token=… is kept for this browser and taken out of the address bar.
@@ -182,7 +190,8 @@ function unitCard(net, u) {
     sliders.push(range("temperature", lo, hi, u.color_temp, (v) =>
       send({ network: net.id, target: "unit", id: u.id, attr: "color_temp", payload: v }), { "data-kelvin": u.id }));
   }
-  const icon = el("img", { src: u.icon ? null : "unit.svg", alt: "", width: 40, height: 40 });
+  // The page's own picture until the unit's icon comes.
+  const icon = el("img", { src: "unit.svg", alt: "", width: 40, height: 40 });
   if (u.icon) queueIcon(icon, u.icon);
   const card = el("div", { class: "unit" + (online ? "" : " offline"), "data-unit": u.id, "data-state": u.state },
     icon,
@@ -225,18 +234,13 @@ function pumpIcons() {
 }
 
 function byName(a, b) {
-  return String(a.name || "").localeCompare(String(b.name || "")) || a.id - b.id;
+  return String(a.name || "").localeCompare(String(b.name || ""), undefined, { numeric: true }) || a.id - b.id;
 }
 
-function matches(name) {
-  return String(name || "").toLowerCase().includes(state.query);
-}
-
-// The units of `net` the page shows now: all, or those the search finds.
+// The units of `net` the page shows now: all, or those the search found.
 function shownUnits(net) {
-  const all = [...net.units.values()];
-  if (!state.query || matches(net.header.name)) return all.sort(byName);
-  return all.filter((u) => matches(u.name)).sort(byName);
+  if (state.query) return [...(state.found.get(net.id) || [])].sort(byName);
+  return [...net.units.values()].sort(byName);
 }
 
 // Builds the unit cards of an open network a few per frame; a newer call cancels an older one.
@@ -273,11 +277,29 @@ function restText(header) {
 function isOpen(net) {
   if (state.query) return true;
   if (state.folded.has(net.id)) return state.folded.get(net.id);
-  return state.networks.size <= OPEN_NETWORKS_AT_MOST && net.units.size <= OPEN_UNITS_AT_MOST;
+  return state.networks.size <= OPEN_NETWORKS_AT_MOST && net.count <= OPEN_UNITS_AT_MOST;
 }
 
 function networkVisible(net) {
-  return !state.query || matches(net.header.name) || [...net.units.values()].some((u) => matches(u.name));
+  return !state.query || state.found.has(net.id) || state.foundNetworks.has(net.id);
+}
+
+// Asks the bridge for a network's units (a big site's networks come without them).
+async function loadNetwork(id) {
+  if (state.loading.has(id)) return;
+  state.loading.add(id);
+  try {
+    const r = await fetch("api/networks/" + encodeURIComponent(id));
+    if (!r.ok) return;
+    const model = await r.json();
+    const net = networkFrom(model, state.networks.get(id));
+    state.networks.set(id, net);
+    renderNetwork(net);
+  } catch (e) {
+    showError("The bridge did not answer: " + e);
+  } finally {
+    state.loading.delete(id);
+  }
 }
 
 // The section of a network: its heading (always), its details and units (while open).
@@ -294,13 +316,22 @@ function renderNetwork(net) {
     open ? "▾" : "▸");
   const heading = el("div", { class: "heading" }, fold, el("h2", {}, h.name),
     el("span", { class: "pill " + h.connection, "data-connection": h.connection }, h.connection),
-    el("span", { class: "count" }, plural(net.units.size, "unit")));
+    el("span", { class: "count" }, plural(net.count, "unit")));
   net.statusBox = el("div", { class: "details" });
   net.unitBox = el("div", { class: "units" });
-  if (open) {
+  if (open && state.query) {
+    // A search shows the units found under their network's heading, nothing else.
+    section.replaceChildren(heading, net.unitBox);
+    renderUnits(net);
+  } else if (open) {
     renderStatus(net);
     section.replaceChildren(heading, net.statusBox, net.unitBox);
-    renderUnits(net);
+    if (net.full || state.query) {
+      renderUnits(net);
+    } else {
+      net.unitBox.replaceChildren(el("p", { class: "found" }, "loading " + plural(net.count, "unit") + "…"));
+      loadNetwork(net.id);
+    }
   } else {
     net.generation = (net.generation || 0) + 1;
     net.unitCards = new Map();
@@ -332,16 +363,19 @@ function renderStatus(net) {
   if (h.problems.length) children.push(problemList(h.problems));
   if (scenes.length) children.push(el("h3", {}, "Scenes"), el("div", { class: "chips" }, ...scenes));
   if (groups.length) children.push(el("h3", {}, "Groups"), ...groups);
-  children.push(el("h3", {}, "Units (" + net.units.size + ")"));
+  children.push(el("h3", {}, "Units (" + net.count + ")"));
   net.statusBox.replaceChildren(...children);
 }
 
 function networkFrom(model, old) {
-  const { units, groups, scenes, ...header } = model;
+  const { units, unit_count, groups, scenes, ...header } = model;
   return {
     id: model.id,
     header,
-    units: new Map(units.map((u) => [u.id, u])),
+    // A big site's network comes without its units until the page asks for them.
+    full: Array.isArray(units),
+    units: new Map((units || []).map((u) => [u.id, u])),
+    count: unit_count,
     groups: new Map(groups.map((g) => [g.id, g])),
     scenes: new Map(scenes.map((s) => [s.id, s])),
     element: old ? old.element : null,
@@ -355,7 +389,7 @@ function renderAll() {
   renderFound();
 }
 
-// What the search finds.
+// What the search found.
 function renderFound() {
   const p = document.getElementById("found");
   if (!state.query) { p.hidden = true; return; }
@@ -365,8 +399,32 @@ function renderFound() {
     nets++;
     units += shownUnits(net).length;
   }
-  p.textContent = plural(units, "unit") + " in " + plural(nets, "network") + " match";
+  let text = plural(state.foundTotal, "unit") + " in " + plural(nets, "network") + " match";
+  if (units < state.foundTotal) text += " (the first " + units + " shown)";
+  p.textContent = text;
   p.hidden = false;
+}
+
+// Asks the bridge which units match the search; a newer search wins over an older answer.
+async function runSearch(query) {
+  const search = ++state.searches;
+  if (!query) {
+    state.query = "";
+    renderAll();
+    return;
+  }
+  try {
+    const r = await fetch("api/units?q=" + encodeURIComponent(query));
+    const answer = await r.json();
+    if (search !== state.searches) return;
+    state.query = query;
+    state.found = new Map(answer.found.map((f) => [f.network, f.units]));
+    state.foundNetworks = new Set(answer.networks);
+    state.foundTotal = answer.total;
+    renderAll();
+  } catch (e) {
+    showError("The bridge did not answer: " + e);
+  }
 }
 
 // ---- live stream -----------------------------------------------------------------------------
@@ -416,7 +474,7 @@ function connect() {
       const pill = net.element && net.element.querySelector(".heading .pill");
       if (pill) { pill.textContent = header.connection; pill.className = "pill " + header.connection; pill.dataset.connection = header.connection; }
     }
-    if (isOpen(net) && net.statusBox) renderStatus(net);
+    if (isOpen(net) && !state.query && net.statusBox) renderStatus(net);
   });
   source.addEventListener("units", (e) => {
     const frame = JSON.parse(e.data);
@@ -424,8 +482,10 @@ function connect() {
     if (!net) return;
     let added = false;
     for (const u of frame.units) {
-      added = added || !net.units.has(u.id);
-      net.units.set(u.id, u);
+      if (net.full) {
+        added = added || !net.units.has(u.id);
+        net.units.set(u.id, u);
+      }
       const old = net.unitCards && net.unitCards.get(u.id);
       if (old) {
         const card = unitCard(net, u);
@@ -434,8 +494,9 @@ function connect() {
       }
     }
     for (const g of frame.groups) net.groups.set(g.id, g);
+    if (net.full) net.count = net.units.size;
     if (added) renderNetwork(net);
-    else if (frame.groups.length && isOpen(net) && net.statusBox) renderStatus(net);
+    else if (frame.groups.length && isOpen(net) && !state.query && net.statusBox) renderStatus(net);
   });
   source.addEventListener("bridge", (e) => {
     state.bridge = JSON.parse(e.data);
@@ -463,10 +524,7 @@ async function checkAccess() {
   let timer = null;
   input.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => {
-      state.query = input.value.trim().toLowerCase();
-      renderAll();
-    }, 120);
+    timer = setTimeout(() => runSearch(input.value.trim()), 150);
   });
 })();
 
