@@ -269,6 +269,18 @@ async fn beyond_loopback_the_page_controls_only_with_the_token() {
     assert_eq!(wrong.status(), 403);
     assert_eq!(rig.truth(1).await["on"], json!(true), "nothing changed");
 
+    // A link whose token cannot be decoded: the page says so and goes on, read-only.
+    browser.client.goto("about:blank").await.unwrap();
+    browser.client.goto(&rig.url("#token=%E0")).await.unwrap();
+    browser
+        .wait_for(
+            Duration::from_secs(10),
+            "the page runs and says the token could not be read",
+            "return document.getElementById('live').textContent === 'live' \
+             && document.getElementById('error').textContent.includes('could not be read');",
+        )
+        .await;
+
     // With the token (given once in the address), the same page controls.
     browser.client.goto("about:blank").await.unwrap();
     browser.client.goto(&rig.url(&format!("#token={TOKEN}"))).await.unwrap();
