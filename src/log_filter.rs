@@ -21,8 +21,12 @@ const HELD: [&str; 10] = [
     "tokio_tungstenite::compat",
 ];
 
-/// `filter` with the targets that would print secrets held at debug.
+/// `filter` with the targets that would print secrets held at debug. A filter that enables
+/// nothing at trace is left as it is (holding would enable the library's debug lines).
 pub fn without_secrets(filter: EnvFilter) -> EnvFilter {
+    if filter.max_level_hint().is_some_and(|max| max < tracing::level_filters::LevelFilter::TRACE) {
+        return filter;
+    }
     HELD.iter().filter_map(|target| format!("{target}=debug").parse().ok()).fold(filter, EnvFilter::add_directive)
 }
 
@@ -47,7 +51,7 @@ mod tests {
 
     #[test]
     fn the_websocket_library_s_dump_never_reaches_the_log() {
-        for asked in ["trace", "tungstenite=trace", "info,tungstenite::handshake::client=trace"] {
+        for asked in ["trace", "tungstenite=trace", "info,tungstenite::handshake::client=trace", "info"] {
             let buffer = Buffer::default();
             let writer = buffer.clone();
             let subscriber = tracing_subscriber::fmt()
@@ -62,6 +66,10 @@ mod tests {
             });
             let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
             assert!(!text.contains("k3y") && !text.contains("session-1d"), "{asked}: {text}");
+            if asked == "info" {
+                assert!(text.is_empty(), "nothing below info is raised: {text}");
+                continue;
+            }
             assert!(text.contains("handshake done"), "{asked}: the library's debug lines stay: {text}");
             if asked == "trace" {
                 assert!(text.contains("shown at trace"), "{text}");
