@@ -30,9 +30,10 @@ pub const FD_RESERVE: u64 = 128;
 /// Connections beyond the cap kept for loopback peers (health checks on this machine).
 pub const LOOPBACK_SPARE: usize = 4;
 /// Refusals (`503`) being written at once; beyond that a connection is closed unanswered.
-const REFUSING: usize = 16;
-/// How long a refusal may take to write and to see the client go.
-const REFUSAL_TIME: Duration = Duration::from_secs(1);
+const REFUSING: usize = 64;
+/// How long a refusal may take to write and to read what the client sent (closing with unread
+/// bytes would reset the connection, and the client could lose the answer).
+const REFUSAL_TIME: Duration = Duration::from_millis(250);
 /// How long open connections may take to finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// A connection's read buffer: far above any request this listener takes (headers included).
