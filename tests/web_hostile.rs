@@ -3,7 +3,8 @@
 //! idle connections are closed on time, connections beyond the cap get a `503` while an open one
 //! still answers and MQTT still reconnects, open pages are capped, every answer guards its `Host`
 //! and carries the security headers, and control bounds what it is sent and slows wrong tokens.
-//! Every probe is bounded in count and time.
+//! The bridge's binary under a limit of 300 open files takes a flood of 400 connections and
+//! still reconnects MQTT after a broker restart. Every probe is bounded in count and time.
 
 mod common;
 
@@ -318,4 +319,86 @@ async fn control_bounds_what_it_is_sent_and_slows_wrong_tokens() {
     assert!(took >= Duration::from_secs(3), "three wrong tokens answered in {took:?}");
     assert!(took < Duration::from_secs(6), "three wrong tokens took {took:?}");
     rig.stop().await;
+}
+
+/// The bridge's binary with a limit of `files` open files; its log goes to `log`.
+fn spawn_limited(files: u32, config: &std::path::Path, log: &std::path::Path) -> std::process::Child {
+    let log = std::fs::File::create(log).unwrap();
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("ulimit -n {files} && exec \"$0\" run -c \"$1\""))
+        .arg(env!("CARGO_BIN_EXE_casambi2mqtt"))
+        .arg(config)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start the bridge")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_never_takes_the_descriptors_mqtt_needs_to_reconnect() {
+    const FILES: u32 = 300;
+    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let mut broker = Mosquitto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\nnetworks:\n  - email: demo@example.com\n    \
+             password: demo\nmqtt:\n  url: {}\nhttp:\n  listen: 127.0.0.1:{port}\n",
+            sim.base_url(),
+            sim.ws_url(),
+            broker.url()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("bridge.log");
+    let mut child = spawn_limited(FILES, &config, &log);
+    let healthz = format!("http://127.0.0.1:{port}/healthz");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reqwest::get(&healthz).await.map(|r| r.status().as_u16()).unwrap_or(0) != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "the bridge never became healthy:\n{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("http.max_connections lowered"), "the cap follows the limit of open files:\n{text}");
+
+    // More connections than the process may open files, held open.
+    let mut flood = Vec::new();
+    for _ in 0..400 {
+        flood.push(TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = child.id();
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    assert!(open < FILES as usize - 100, "the bridge holds {open} of its {FILES} files");
+
+    // The broker restarts while the flood holds: MQTT reconnects.
+    broker.restart();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !broker.has_connected("casambi2mqtt") {
+        assert!(
+            Instant::now() < deadline,
+            "MQTT did not reconnect during the flood:\n{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(flood);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("Too many open files"), "{text}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reqwest::get(&healthz).await.map(|r| r.status().as_u16()).unwrap_or(0) != 200 {
+        assert!(Instant::now() < deadline, "the bridge did not answer after the flood");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = std::process::Command::new("kill").arg(pid.to_string()).status();
+    let _ = child.wait();
 }
