@@ -149,6 +149,14 @@ async fn slow_and_idle_connections_are_closed_on_time() {
     let took = closed_within(&mut stalled, Duration::from_secs(6)).await.expect("a stalled body is closed");
     assert!(took < Duration::from_secs(4), "took {took:?}");
 
+    // An open page is never idle: its stream writes within half the idle deadline.
+    let mut page = reqwest::get(rig.url("api/events")).await.unwrap();
+    let opened = Instant::now();
+    while opened.elapsed() < Duration::from_secs(5) {
+        let chunk = tokio::time::timeout(Duration::from_secs(2), page.chunk()).await;
+        assert!(matches!(chunk, Ok(Ok(Some(_)))), "the open page's stream ended or went quiet: {chunk:?}");
+    }
+
     // The listener still serves.
     assert_eq!(reqwest::get(rig.url("api/state")).await.unwrap().status(), 200);
     rig.stop().await;

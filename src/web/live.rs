@@ -30,6 +30,8 @@ pub const TICK: Duration = Duration::from_millis(200);
 /// Frames a page may be behind before it is dropped (at one `units` frame per network per
 /// [`TICK`], several seconds of a busy site).
 pub const PAGE_QUEUE: usize = 256;
+/// Longest time between two writes of a live stream (a comment when nothing happens).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often the bridge's fields (uptime, REST requests of the last minute) are sent when
 /// nothing else changes them, in ticks.
 const BRIDGE_EVERY: u32 = 25;
@@ -153,7 +155,10 @@ pub async fn events(State(web): State<Arc<WebState>>) -> Response {
     let frames = web.pages.subscribe();
     web.mirror.set_watching(true);
     let first = Event::default().event("snapshot").data(web.page_json());
-    Sse::new(page_stream(web, frames, first, Some(place))).keep_alive(KeepAlive::default()).into_response()
+    // A comment at least every half idle deadline: an open page is never idle (docs/web.md#limits).
+    let every = (web.limits.idle_timeout / 2).min(KEEP_ALIVE);
+    let keep_alive = KeepAlive::new().interval(every);
+    Sse::new(page_stream(web, frames, first, Some(place))).keep_alive(keep_alive).into_response()
 }
 
 /// One page's events: `first`, then every frame, until shutdown or until the page falls
