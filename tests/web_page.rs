@@ -181,6 +181,25 @@ async fn the_page_lists_follows_and_controls_the_demo() {
     })
     .await;
 
+    // Energy with two decimals once the datapoints come, counts in the right number, and no
+    // request of the page failed (icons of fixtures without one included).
+    browser
+        .wait_for(
+            Duration::from_secs(20),
+            "energy shown with two decimals",
+            "const e = [...document.querySelectorAll('.readings span')].map(s => s.textContent).filter(t => t.endsWith('kWh')); \
+             return e.length > 0 && e.every(t => /^\\d+\\.\\d\\d kWh$/.test(t));",
+        )
+        .await;
+    let text = browser.eval("return document.body.innerText;").await;
+    let text = text.as_str().unwrap_or("");
+    assert!(!text.contains(" 1 units") && !text.contains("(1 units)"), "{text}");
+    assert!(text.contains("(1 unit)"), "a group of one unit: {text}");
+    let failed = browser
+        .eval("return performance.getEntriesByType('resource').filter(e => e.responseStatus >= 400).map(e => e.name);")
+        .await;
+    assert_eq!(failed, json!([]), "requests that failed");
+
     // The search shows the units whose names hold the text, across networks.
     search(&browser, "room").await;
     browser
