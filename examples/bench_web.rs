@@ -74,6 +74,9 @@ fn main() {
         broker: "mqtt://127.0.0.1:1883".into(),
         protocol: "auto".into(),
         rest_limit: 60,
+        public_host: Vec::new(),
+        limits: casambi2mqtt::config::HttpSettings::default().limits,
+        max_live_streams: 32,
     };
     let web = WebState::new(settings, HealthState::new(), CancellationToken::new());
     let view = Arc::new(view());

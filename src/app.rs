@@ -296,12 +296,15 @@ fn web_state(
         broker: mqtt::broker_url::redact_url(&config.mqtt.url),
         protocol: protocol.into(),
         rest_limit: config.cloud.max_requests_per_minute,
+        public_host: config.http.public_host.clone(),
+        limits: config.http.limits,
+        max_live_streams: config.http.max_live_streams,
     };
     let runtime = tokio::runtime::Handle::current();
     WebState::new(settings, health.clone(), shutdown.clone())
         .with_rest_stats(bridge.rest().stats())
         .with_control(web::control::Controller::new(dispatcher.clone(), runtime.clone()))
-        .with_icons(web::icons::Icons::new(bridge.rest().clone(), runtime))
+        .with_icons(web::icons::Icons::new(bridge.rest().clone(), runtime).with_sessions(bridge.clone()))
 }
 
 #[cfg(test)]

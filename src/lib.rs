@@ -15,6 +15,7 @@ pub mod commands;
 pub mod config;
 pub mod health;
 pub mod json_object;
+pub mod log_filter;
 pub mod metrics;
 pub mod mqtt;
 pub mod sim;

@@ -61,6 +61,8 @@ pub struct Metrics {
     pub last_resync: Gauge<f64, AtomicU64>,
     /// 1 while the MQTT client is connected (the process has one MQTT connection).
     pub mqtt_connected: Gauge,
+    /// The MQTT protocol version of the last connection: 4 (3.1.1) or 5; 0 before one.
+    pub mqtt_protocol: Gauge,
 }
 
 impl Metrics {
@@ -89,6 +91,11 @@ impl Metrics {
             self.last_resync.clone(),
         );
         registry.register("mqtt_connected", "1 while connected to the MQTT broker", self.mqtt_connected.clone());
+        registry.register(
+            "mqtt_protocol",
+            "MQTT protocol level of the last connection (4 = 3.1.1, 5 = MQTT 5)",
+            self.mqtt_protocol.clone(),
+        );
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
             tracing::warn!(error = %e, "cannot encode metrics");

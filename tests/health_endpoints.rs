@@ -65,6 +65,8 @@ async fn healthz_follows_mqtt_and_networks_and_metrics_are_exported() {
         "casambi2mqtt_rest_requests{endpoint=\"network_state\",status=\"200\"}",
         "casambi2mqtt_last_resync_timestamp_seconds",
         "casambi2mqtt_mqtt_connected 1",
+        // The default protocol setting, auto, settles on MQTT 5 with mosquitto.
+        "casambi2mqtt_mqtt_protocol 5",
     ] {
         assert!(metrics.contains(needle), "missing {needle} in:\n{metrics}");
     }

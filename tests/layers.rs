@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     ("color", 0),
     ("json_object", 0),
+    ("log_filter", 0),
     ("metrics", 0),
     ("wake_batch", 0),
     ("cloud", 1),

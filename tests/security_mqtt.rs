@@ -213,3 +213,54 @@ async fn a_fixed_password_is_picked_up_by_the_retry() {
     wait_online(&broker).await;
     bridge.stop().await;
 }
+
+/// Publishes a retained message of `bytes` bytes on `topic` with mosquitto_pub (whose packets
+/// have no size limit of their own).
+fn publish_big(broker: &Mosquitto, topic: &str, bytes: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("payload");
+    std::fs::write(&file, vec![b'x'; bytes]).unwrap();
+    let bin = find_binary("mosquitto_pub", &["/usr/bin", "/usr/sbin", "/usr/local/bin"])
+        .expect("mosquitto_pub (Debian: mosquitto-clients)");
+    let status = std::process::Command::new(bin)
+        .args(["-h", "127.0.0.1", "-p", &broker.observer_port().to_string(), "-t", topic, "-r", "-f"])
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mosquitto_pub failed");
+}
+
+#[tokio::test]
+async fn an_oversized_retained_message_is_dropped_without_a_reconnect_loop() {
+    let (logs, _guard) = capture("casambi2mqtt=debug");
+    let broker = Mosquitto::start();
+    // Over the 4 MiB a photo may take, on topics the bridge subscribes to.
+    publish_big(&broker, "homeassistant/status", 5 << 20);
+    publish_big(&broker, "casambi/home/unit/kitchen/set", 5 << 20);
+    for protocol in [Protocol::V311, Protocol::V5] {
+        logs.clear();
+        let cfg = config(&broker.url(), DiscoveryMode::Device, protocol);
+        let client_id = cfg.mqtt.client_id.clone();
+        let connections = || {
+            let own = format!(" as {client_id} ");
+            broker.log().lines().filter(|l| l.contains("New client connected") && l.contains(&own)).count()
+        };
+        let before = connections();
+        let bridge = start_bridge(cfg);
+        // (The retained-state watcher would choke on the big messages itself.)
+        wait_log(&logs, "connected to the MQTT broker", Duration::from_secs(15)).await;
+        // A reconnect loop would connect again within a second or two (the backoff starts at 1 s).
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(connections() - before, 1, "{protocol:?}: the bridge connected more than once:\n{}", logs.text());
+        assert!(!logs.text().contains("connection lost"), "{protocol:?}:\n{}", logs.text());
+        if protocol == Protocol::V311 {
+            // MQTT 5 tells the broker its limit, and the broker never sends such a message. The
+            // start-up clean-up's own connection reads the retained topics under the base once.
+            let dropped = logs.lines_with("too big to take").len();
+            assert!(dropped >= 2, "one line per message:\n{}", logs.text());
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            assert_eq!(logs.lines_with("too big to take").len(), dropped, "no more:\n{}", logs.text());
+        }
+        bridge.stop().await;
+    }
+}

@@ -226,3 +226,43 @@ async fn no_secret_reaches_a_log_line_an_mqtt_message_or_debug_output() {
         println!("  {line}");
     }
 }
+
+/// Runs the bridge against the simulator until both networks are live, logging into the
+/// capture the caller set up; returns the captured text.
+async fn run_until_live(logs: &common::logs::LogBuffer) -> String {
+    let broker =
+        Mosquitto::start_with(BrokerOptions { tls: None, credentials: Some((MQTT_USER.into(), MQTT_PASSWORD.into())) });
+    let sim = Simulator::start_local(SimConfig::new(site())).await.unwrap();
+    let config = casambi2mqtt::config::parse(&config_yaml(&sim, &broker.url(), MQTT_PASSWORD), Vec::new()).unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(app::run(config, shutdown.clone(), None));
+    let live = |r: &std::collections::BTreeMap<String, String>| {
+        ["casambi/home", "casambi/office"]
+            .iter()
+            .all(|t| r.get(*t).is_some_and(|p| p.contains("\"connection\":\"live\"")))
+    };
+    retained_until(broker.observer_port(), Duration::from_secs(15), live).await;
+    shutdown.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
+    logs.text()
+}
+
+#[tokio::test]
+async fn at_trace_level_the_websocket_library_s_dump_is_held_back() {
+    // The library logs through `log`: routed into tracing, as the binary's logging does.
+    let _ = tracing_log::LogTracer::init();
+    let filter = |text: &str| tracing_subscriber::EnvFilter::new(text);
+
+    // Without the hold, the handshake dump and the frames give the secrets away: the check
+    // below can fail.
+    let (logs, guard) = common::logs::capture_with(filter("trace,casambi2mqtt::sim=off"));
+    let raw = run_until_live(&logs).await;
+    drop(guard);
+    assert!(!leaks(&raw).is_empty(), "the unfiltered trace log leaks nothing: this test proves nothing");
+
+    let held = casambi2mqtt::log_filter::without_secrets(filter("trace,casambi2mqtt::sim=off"));
+    let (logs, _guard) = common::logs::capture_with(held);
+    let text = run_until_live(&logs).await;
+    assert!(text.contains("tungstenite::handshake::client"), "the library's debug lines stay");
+    assert!(leaks(&text).is_empty(), "the trace log leaks {:?}", leaks(&text));
+}

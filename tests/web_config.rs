@@ -61,8 +61,8 @@ fn the_token_is_a_secret_inline_or_from_a_file() {
     let shown = format!("{c:?}\n{}", c.summary());
     assert!(!shown.contains("from-a-file-7731"), "the token leaked: {shown}");
 
-    let c = config::parse(BASE, env(&[("CASAMBI2MQTT_HTTP__TOKEN", "from-env-8842")])).unwrap();
-    assert_eq!(c.http.token.as_ref().map(|t| t.expose()), Some("from-env-8842"));
+    let c = config::parse(BASE, env(&[("CASAMBI2MQTT_HTTP__TOKEN", "from-env-8842-long")])).unwrap();
+    assert_eq!(c.http.token.as_ref().map(|t| t.expose()), Some("from-env-8842-long"));
     assert_eq!(config::parse(BASE, env(&[])).unwrap().http.token, None, "no token by default");
 
     let both = format!("{BASE}http:\n  token: inline-9953\n  token_file: {}\n", file.display());
@@ -70,4 +70,42 @@ fn the_token_is_a_secret_inline_or_from_a_file() {
     assert_eq!(e, "http.token and http.token_file are both set; use only one");
     let wrong = config::parse(&format!("{BASE}http:\n  token: [inline-9953]\n"), env(&[])).unwrap_err().to_string();
     assert!(!wrong.contains("inline-9953"), "{wrong}");
+}
+
+#[test]
+fn the_listener_s_names_and_limits() {
+    let c = config::parse(BASE, env(&[])).unwrap();
+    assert_eq!(c.http.limits.max_connections, 256);
+    assert_eq!(c.http.max_live_streams, 32);
+    assert_eq!(c.http.limits.header_timeout, std::time::Duration::from_secs(10));
+    assert_eq!(c.http.limits.idle_timeout, std::time::Duration::from_secs(60));
+    assert!(c.http.public_host.is_empty());
+    let yaml = "http:\n  public_host: [Bridge.Example.com, casambi2mqtt]\n  max_connections: 8\n  \
+                max_live_streams: 2\n  header_timeout: 2s\n  idle_timeout: 5s\n";
+    let c = config::parse(&format!("{BASE}{yaml}"), env(&[])).unwrap();
+    assert_eq!(c.http.public_host, ["bridge.example.com", "casambi2mqtt"]);
+    assert_eq!((c.http.limits.max_connections, c.http.max_live_streams), (8, 2));
+    assert_eq!(c.http.limits.idle_timeout, std::time::Duration::from_secs(5));
+    let c = config::parse(BASE, env(&[("CASAMBI2MQTT_HTTP__PUBLIC_HOST", "[a.example]")])).unwrap();
+    assert_eq!(c.http.public_host, ["a.example"]);
+
+    assert_eq!(
+        error("http:\n  public_host: [\"https://bridge.example.com/\"]\n", &[]),
+        "http.public_host[0]: expected a host name like bridge.example.com (no scheme, port or path), \
+         got \"https://bridge.example.com/\""
+    );
+    assert_eq!(error("http:\n  max_connections: 0\n", &[]), "http.max_connections: must be at least 1, got 0");
+    assert_eq!(error("http:\n  header_timeout: 0s\n", &[]), "http.header_timeout: must be more than 0s");
+}
+
+#[test]
+fn a_short_token_is_refused_without_being_shown() {
+    let e = error("http:\n  token: short-7731\n", &[]);
+    assert_eq!(e, "http.token: must be at least 16 characters (a long random string), got 10");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "short-7731\n").unwrap();
+    let e = error(&format!("http:\n  token_file: {}\n", file.display()), &[]);
+    assert!(e.starts_with("http.token_file: must be at least 16 characters"), "{e}");
+    assert!(!e.contains("short-7731"), "{e}");
 }

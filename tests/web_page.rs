@@ -2,10 +2,13 @@
 //! simulator's demo site, a real mosquitto and the whole bridge (`app::run`): the page lists the
 //! demo's units, a change made in the simulator appears on the open page within a second, a click
 //! changes the unit in the simulator, names are shown as text (never as HTML), the page fits a
-//! phone, and a page on a listener beyond loopback controls nothing without `http.token`.
+//! phone, and a page on a listener beyond loopback controls nothing without `http.token`. A site
+//! of 100 networks of 250 units shows its networks as they are read, then whole within 3 s of
+//! loading in a heap of at most 50 MB, opens a network and searches.
 //!
 //! `CASAMBI2MQTT_SCREENSHOT=docs/web-page.png cargo test --test web_page` writes the screenshot of
-//! docs/web.md.
+//! docs/web.md (the demo, with a search in use); `CASAMBI2MQTT_SCREENSHOT_SEARCH=<file>` one of the
+//! big site searched.
 
 #[path = "common/browser.rs"]
 mod browser;
@@ -111,6 +114,15 @@ fn card(network: &str, unit: i64) -> String {
     format!("section[data-network=\"{network}\"] [data-unit=\"{unit}\"]")
 }
 
+/// Types `text` into the page's search box.
+async fn search(browser: &Browser, text: &str) {
+    let script = format!(
+        "const s = document.getElementById('search'); s.value = {}; s.dispatchEvent(new Event('input')); return true;",
+        json!(text)
+    );
+    browser.eval(&script).await;
+}
+
 /// Waits until the unit card `css` shows `state` (`ON`, `OFF`).
 async fn wait_state(browser: &Browser, css: &str, state: &str, what: &str) {
     let script = format!("return document.querySelector('{css}').dataset.state === '{state}';");
@@ -169,13 +181,53 @@ async fn the_page_lists_follows_and_controls_the_demo() {
     })
     .await;
 
+    // Energy with two decimals once the datapoints come, counts in the right number, and no
+    // request of the page failed (icons of fixtures without one included).
+    browser
+        .wait_for(
+            Duration::from_secs(20),
+            "energy shown with two decimals",
+            "const e = [...document.querySelectorAll('.readings span')].map(s => s.textContent).filter(t => t.endsWith('kWh')); \
+             return e.length > 0 && e.every(t => /^\\d+\\.\\d\\d kWh$/.test(t));",
+        )
+        .await;
+    let text = browser.eval("return document.body.innerText;").await;
+    let text = text.as_str().unwrap_or("");
+    assert!(!text.contains(" 1 units") && !text.contains("(1 units)"), "{text}");
+    assert!(text.contains("(1 unit)"), "a group of one unit: {text}");
+    let failed = browser
+        .eval("return performance.getEntriesByType('resource').filter(e => e.responseStatus >= 400).map(e => e.name);")
+        .await;
+    assert_eq!(failed, json!([]), "requests that failed");
+
+    // The search shows the units whose names hold the text, across networks.
+    search(&browser, "room").await;
+    browser
+        .wait_for(
+            Duration::from_secs(5),
+            "the search finds the rooms",
+            "const names = [...document.querySelectorAll('section[data-network]:not([hidden]) [data-unit] .name')] \
+             .map(n => n.textContent).sort().join('|'); \
+             return names === 'Living room floor|Living room lamp|Meeting room|Meeting room presence' \
+             && document.getElementById('found').textContent === '4 units in 2 networks match';",
+        )
+        .await;
     if let Ok(path) = std::env::var("CASAMBI2MQTT_SCREENSHOT") {
         // The icons come through the API key's quota: after start-up's burst, one a second.
-        let icons = "return [...document.images].every(i => i.complete);";
-        browser.wait_for(Duration::from_secs(20), "every icon loaded", icons).await;
+        let icons =
+            "return icons.loading === 0 && icons.waiting.length === 0 && [...document.images].every(i => i.complete);";
+        browser.wait_for(Duration::from_secs(30), "every icon loaded", icons).await;
         let png = browser.client.screenshot().await.unwrap();
         std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path), &png).unwrap();
     }
+    search(&browser, "").await;
+    browser
+        .wait_for(
+            Duration::from_secs(5),
+            "every unit again",
+            &format!("return document.querySelectorAll('[data-unit]').length === {};", units.len()),
+        )
+        .await;
     let png = browser.client.screenshot().await.unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG screenshot");
 
@@ -235,6 +287,18 @@ async fn beyond_loopback_the_page_controls_only_with_the_token() {
     let wrong = client.post(rig.url("api/control")).bearer_auth("guess").json(&control).send().await.unwrap();
     assert_eq!(wrong.status(), 403);
     assert_eq!(rig.truth(1).await["on"], json!(true), "nothing changed");
+
+    // A link whose token cannot be decoded: the page says so and goes on, read-only.
+    browser.client.goto("about:blank").await.unwrap();
+    browser.client.goto(&rig.url("#token=%E0")).await.unwrap();
+    browser
+        .wait_for(
+            Duration::from_secs(10),
+            "the page runs and says the token could not be read",
+            "return document.getElementById('live').textContent === 'live' \
+             && document.getElementById('error').textContent.includes('could not be read');",
+        )
+        .await;
 
     // With the token (given once in the address), the same page controls.
     browser.client.goto("about:blank").await.unwrap();
@@ -314,7 +378,7 @@ async fn the_live_stream_icons_and_assets_over_http() {
     assert!(living.is_some(), "the group of the unit comes along: {frame}");
 
     // Icons: each fixture's once from the service, however often the page asks; a fixture
-    // without one is 404, and one no unit has is never asked for.
+    // without one, or one no unit has (never asked for), is the page's own picture.
     let site = Site::demo();
     let fixtures: Vec<(i64, bool)> = site.fixtures.iter().map(|f| (f.id, f.icon)).collect();
     for _ in 0..3 {
@@ -324,12 +388,28 @@ async fn the_live_stream_icons_and_assets_over_http() {
                 assert_eq!(r.status(), 200, "fixture {id}");
                 assert!(r.bytes().await.unwrap().starts_with(b"\x89PNG"), "fixture {id}");
             } else {
-                assert_eq!(r.status(), 404, "fixture {id}");
+                assert_eq!(r.status(), 200, "fixture {id}");
+                assert_eq!(r.headers()["content-type"], "image/svg+xml", "fixture {id}");
             }
         }
     }
-    assert_eq!(client.get(rig.url("icon/fixture/4242")).send().await.unwrap().status(), 404);
+    let made_up = client.get(rig.url("icon/fixture/4242")).send().await.unwrap();
+    assert_eq!(
+        (made_up.status().as_u16(), made_up.headers()["content-type"].to_str().unwrap()),
+        (200, "image/svg+xml")
+    );
+    // A unit with an image of its own: the service's unit-icon route, once.
+    for _ in 0..2 {
+        let r = client.get(rig.url(&format!("icon/unit/{HOME}/1"))).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(r.bytes().await.unwrap().starts_with(b"\x89PNG"), "the unit's icon");
+    }
+    let unknown = client.get(rig.url(&format!("icon/unit/{HOME}/999"))).send().await.unwrap();
+    assert_eq!(unknown.headers()["content-type"], "image/svg+xml");
     let asked = rig.sim.shared().log.requests();
+    let unit_icon = format!("/v1/networks/{HOME}/units/1/icon");
+    assert_eq!(asked.iter().filter(|r| r.path == unit_icon).count(), 1, "{unit_icon} asked once");
+    assert!(!asked.iter().any(|r| r.path.ends_with("/units/999/icon")));
     for (id, _) in &fixtures {
         let path = format!("/v1/fixtures/{id}/icon");
         assert_eq!(asked.iter().filter(|r| r.path == path).count(), 1, "{path} asked once");
@@ -337,4 +417,120 @@ async fn the_live_stream_icons_and_assets_over_http() {
     assert!(!asked.iter().any(|r| r.path == "/v1/fixtures/4242/icon"));
 
     rig.stop().await;
+}
+
+/// The page's state as the test polls it: network sections, unit cards, the "still to come" line.
+async fn page_counts(browser: &Browser) -> (u64, u64, String) {
+    let v = browser
+        .eval(
+            "const c = document.getElementById('coming'); \
+             return [document.querySelectorAll('section[data-network]').length, \
+                     document.querySelectorAll('[data-unit]').length, c.hidden ? '' : c.textContent];",
+        )
+        .await;
+    (v[0].as_u64().unwrap_or(0), v[1].as_u64().unwrap_or(0), v[2].as_str().unwrap_or("").to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_site_of_100_networks_of_250_units_shows_within_3_s_and_searches() {
+    const NETWORKS: u64 = 100;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let sim = Simulator::start_local(SimConfig::new(Site::generate(NETWORKS as usize, 250))).await.unwrap();
+    let broker = Mosquitto::start();
+    // A quota that takes the bridge several seconds to read the site, so the page sees it start.
+    let yaml = format!(
+        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\n  max_requests_per_minute: 600\n\
+         networks:\n  - email: {}\n    password: {}\nmqtt:\n  url: {}\nhttp:\n  listen: 127.0.0.1:0\n\
+         datapoints:\n  enabled: false\n",
+        sim.base_url(),
+        sim.ws_url(),
+        casambi2mqtt::sim::site::DEMO_NETWORK_EMAIL,
+        casambi2mqtt::sim::site::DEMO_PASSWORD,
+        broker.url()
+    );
+    let config = casambi2mqtt::config::parse(&yaml, Vec::<(String, String)>::new()).unwrap();
+    // The browser first: the page opens as soon as the bridge listens.
+    let browser = Browser::start(1400, 1000).await;
+    let shutdown = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(app::run(config, shutdown.clone(), Some(tx)));
+    let running = rx.await.expect("the bridge starts");
+    let url = format!("http://{}/", running.health_addr.expect("the HTTP listener"));
+
+    // While the bridge reads the site, networks appear as they come (the page is never loaded
+    // again), with a line saying how many are still to come.
+    browser.client.goto(&url).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen_arriving = None;
+    loop {
+        let (sections, _, coming) = page_counts(&browser).await;
+        // The line counts what the page does not show yet.
+        if coming.starts_with(&format!("{} network", NETWORKS - sections)) && coming.contains("still to come") {
+            seen_arriving.get_or_insert((sections, coming.clone()));
+        }
+        if sections == NETWORKS && coming.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the page shows {sections} networks; {coming:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (sections, coming) = seen_arriving.expect("a line of the networks still to come while the bridge starts");
+    eprintln!("while starting: {sections} networks shown, {coming:?}");
+
+    // Loaded afresh, the whole site shows within 3 s, in a heap of at most 50 MB.
+    browser.client.goto("about:blank").await.unwrap();
+    browser.client.goto(&url).await.unwrap();
+    let shown = format!(
+        "return document.querySelectorAll('section[data-network]').length === {NETWORKS} \
+         && document.getElementById('live').textContent === 'live';"
+    );
+    browser.wait_for(Duration::from_secs(10), "every network shows", &shown).await;
+    let ms = browser.eval("return performance.now();").await.as_f64().unwrap_or(f64::MAX);
+    let heap = browser.eval("return performance.memory.usedJSHeapSize;").await.as_f64().unwrap_or(f64::MAX);
+    eprintln!("100 × 250: every network shown {ms:.0} ms after navigation; JS heap {:.1} MB", heap / 1e6);
+    assert!(ms < 3000.0, "the site took {ms:.0} ms to show");
+    assert!(heap <= 50e6, "the page's heap is {:.1} MB", heap / 1e6);
+    let (_, cards, _) = page_counts(&browser).await;
+    assert_eq!(cards, 0, "a big site's networks start closed");
+
+    // A network opened shows its 250 units.
+    let first = "section[data-network] button[data-fold]";
+    browser.click(first).await;
+    browser
+        .wait_for(
+            Duration::from_secs(3),
+            "the opened network shows its units",
+            "return document.querySelectorAll('section[data-network] [data-unit]').length === 250;",
+        )
+        .await;
+
+    // The search finds units by name across the networks.
+    search(&browser, "Unit 249").await;
+    browser
+        .wait_for(
+            Duration::from_secs(5),
+            "the search shows one unit per network",
+            &format!(
+                "const cards = [...document.querySelectorAll('section[data-network]:not([hidden]) [data-unit]')]; \
+                 return cards.length === {NETWORKS} && cards.every(c => c.querySelector('.name').textContent === 'Unit 249') \
+                 && document.getElementById('found').textContent === '{NETWORKS} units in {NETWORKS} networks match';"
+            ),
+        )
+        .await;
+    if let Ok(path) = std::env::var("CASAMBI2MQTT_SCREENSHOT_SEARCH") {
+        let png = browser.client.screenshot().await.unwrap();
+        std::fs::write(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path), &png).unwrap();
+    }
+    // No request of the page failed.
+    let failed = browser
+        .eval("return performance.getEntriesByType('resource').filter(e => e.responseStatus >= 400).map(e => e.name);")
+        .await;
+    assert_eq!(failed, json!([]), "requests that failed");
+
+    browser.close().await;
+    shutdown.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(6), task).await;
 }

@@ -83,6 +83,7 @@ pub fn init_logging(level: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(format!("{level},rumqttd=off")))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = casambi2mqtt::log_filter::without_secrets(filter);
     let ansi = colour_wanted(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };

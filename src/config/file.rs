@@ -35,6 +35,15 @@ pub const DEFAULT_WIRE_PING_INTERVAL: Duration = Duration::from_secs(240);
 pub const MAX_WIRE_PING_INTERVAL: Duration = Duration::from_secs(240);
 /// Default address of the HTTP listener (the web page, `/healthz`, `/metrics`).
 pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:8099";
+/// Default cap on the HTTP listener's open connections (docs/web.md#limits).
+pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 256;
+/// Default cap on open live streams (pages) of the HTTP listener.
+pub const DEFAULT_HTTP_MAX_LIVE_STREAMS: usize = 32;
+/// Default time for a request's headers on the HTTP listener.
+pub const DEFAULT_HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time an HTTP connection may neither read nor write; above the live stream's 15 s
+/// keep-alive, so an open page that reads is never idle.
+pub const DEFAULT_HTTP_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default log level.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
 
@@ -103,11 +112,32 @@ pub(crate) struct HttpFile {
     pub token: Option<Secret>,
     /// A file holding `token`.
     pub token_file: Option<PathBuf>,
+    /// Host names (besides IP addresses and `localhost`) the listener answers to.
+    pub public_host: Vec<String>,
+    /// Open connections at most.
+    pub max_connections: usize,
+    /// Open live streams at most.
+    pub max_live_streams: usize,
+    /// Time for a request's headers.
+    #[serde(deserialize_with = "duration")]
+    pub header_timeout: Duration,
+    /// Time a connection may neither read nor write.
+    #[serde(deserialize_with = "duration")]
+    pub idle_timeout: Duration,
 }
 
 impl Default for HttpFile {
     fn default() -> Self {
-        HttpFile { listen: Some(DEFAULT_HTTP_LISTEN.into()), token: None, token_file: None }
+        HttpFile {
+            listen: Some(DEFAULT_HTTP_LISTEN.into()),
+            token: None,
+            token_file: None,
+            public_host: Vec::new(),
+            max_connections: DEFAULT_HTTP_MAX_CONNECTIONS,
+            max_live_streams: DEFAULT_HTTP_MAX_LIVE_STREAMS,
+            header_timeout: DEFAULT_HTTP_HEADER_TIMEOUT,
+            idle_timeout: DEFAULT_HTTP_IDLE_TIMEOUT,
+        }
     }
 }
 

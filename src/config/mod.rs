@@ -58,11 +58,28 @@ pub struct HttpSettings {
     /// The token a page must present to control anything when `listen` is not a loopback
     /// address (`token_file` already read into it); `None` = not set.
     pub token: Option<Secret>,
+    /// Host names the listener answers to besides IP addresses and `localhost`, lower-case,
+    /// without a port (docs/web.md#security).
+    pub public_host: Vec<String>,
+    /// The listener's connection and time limits (docs/web.md#limits).
+    pub limits: crate::web::listener::Limits,
+    /// Open live streams at most.
+    pub max_live_streams: usize,
 }
 
 impl Default for HttpSettings {
     fn default() -> Self {
-        HttpSettings { listen: DEFAULT_HTTP_LISTEN.parse().ok(), token: None }
+        HttpSettings {
+            listen: DEFAULT_HTTP_LISTEN.parse().ok(),
+            token: None,
+            public_host: Vec::new(),
+            limits: crate::web::listener::Limits {
+                max_connections: file::DEFAULT_HTTP_MAX_CONNECTIONS,
+                header_timeout: file::DEFAULT_HTTP_HEADER_TIMEOUT,
+                idle_timeout: file::DEFAULT_HTTP_IDLE_TIMEOUT,
+            },
+            max_live_streams: file::DEFAULT_HTTP_MAX_LIVE_STREAMS,
+        }
     }
 }
 

@@ -214,8 +214,58 @@ pub(crate) fn http(reader: &mut Reader, h: HttpFile, former: HealthFile) -> Opti
         secrets::resolve(reader, "http.token", h.token, h.token_file.as_deref(), false).filter(|t| !t.is_empty());
     if let Some(token) = &token {
         placeholder(reader, "http.token", h.token_file.is_some(), token);
+        let length = token.expose().chars().count();
+        if length < MIN_TOKEN_CHARS {
+            let key = if h.token_file.is_some() { "http.token_file" } else { "http.token" };
+            reader.push(Problem::invalid(
+                key,
+                format!("must be at least {MIN_TOKEN_CHARS} characters (a long random string), got {length}"),
+            ));
+        }
     }
-    (reader.problems.len() == before).then_some(HttpSettings { listen, token })
+    let public_host = public_hosts(reader, &h.public_host);
+    at_least_one(reader, "http.max_connections", h.max_connections);
+    at_least_one(reader, "http.max_live_streams", h.max_live_streams);
+    positive_duration(reader, "http.header_timeout", h.header_timeout);
+    positive_duration(reader, "http.idle_timeout", h.idle_timeout);
+    let limits = crate::web::listener::Limits {
+        max_connections: h.max_connections,
+        header_timeout: h.header_timeout,
+        idle_timeout: h.idle_timeout,
+    };
+    (reader.problems.len() == before).then_some(HttpSettings {
+        listen,
+        token,
+        public_host,
+        limits,
+        max_live_streams: h.max_live_streams,
+    })
+}
+
+/// The shortest `http.token` taken: the page's control is reachable beyond this machine.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Checks `http.public_host`: host names (no scheme, port or path), lower-cased.
+fn public_hosts(reader: &mut Reader, names: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let name = name.trim().to_ascii_lowercase();
+        let valid = !name.is_empty()
+            && name.len() <= 253
+            && name
+                .split('.')
+                .all(|l| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+        if valid {
+            out.push(name);
+        } else {
+            let shown: String = name.chars().take(40).collect();
+            reader.push(Problem::invalid(
+                format!("http.public_host[{i}]"),
+                format!("expected a host name like bridge.example.com (no scheme, port or path), got {shown:?}"),
+            ));
+        }
+    }
+    out
 }
 
 /// The level names `log.level` takes besides a full `RUST_LOG`-style filter.

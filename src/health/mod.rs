@@ -140,6 +140,24 @@ impl HealthState {
         );
     }
 
+    /// What the bridge still waits for: networks it expects without their first snapshot, and
+    /// credentials entries still logging in.
+    pub fn to_come(&self) -> (usize, usize) {
+        let Some(expected) = lock(&self.expected).as_ref().map(|e| e()) else { return (0, 0) };
+        let (wanted, logging_in) = expected;
+        let networks = lock(&self.networks);
+        (wanted.iter().filter(|(id, _)| !networks.contains_key(id)).count(), logging_in)
+    }
+
+    /// The MQTT protocol of the last connection (`5`, `3.1.1`); `None` before one.
+    pub fn mqtt_protocol(&self) -> Option<&'static str> {
+        match metrics().mqtt_protocol.get() {
+            5 => Some("5"),
+            4 => Some("3.1.1"),
+            _ => None,
+        }
+    }
+
     /// The current report.
     pub fn report(&self) -> HealthReport {
         let mqtt_connected = self.mqtt_connected();

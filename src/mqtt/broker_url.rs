@@ -81,6 +81,9 @@ mod tests {
     fn credentials_in_the_url_are_used_and_never_shown() {
         assert_eq!(redact_url("mqtt://user:p%40ss@broker:1883"), "mqtt://broker:1883");
         assert_eq!(redact_url("mqtts://broker"), "mqtts://broker");
+        assert_eq!(redact_url("ws://broker:8080/mqtt"), "ws://broker:8080/mqtt");
+        assert_eq!(redact_url("mqtt://user:pa/ss@broker:1883"), "mqtt://broker:1883", "a / in the password");
+        assert_eq!(redact_url("mqtt://user:p?a#s/s@broker"), "mqtt://broker");
         assert_eq!(url_credentials("mqtt://user:p%40ss@broker:1883"), Some(("user".into(), "p@ss".into())));
         assert_eq!(url_credentials("mqtt://broker"), None);
     }

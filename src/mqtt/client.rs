@@ -29,6 +29,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// A photo (docs/mqtt.md, "Photos") is up to 4 MiB, and the start-up clean-up reads the photos
 /// retained under the base topic too; the rest is room for the topic and the packet's header.
 const MAX_PACKET: usize = crate::bridge::photos::MAX_PHOTO_BYTES + 64 * 1024;
+/// Largest packet the MQTT 3.1.1 event loop reads: any the protocol allows (a remaining length of
+/// 256 MiB and its 5-byte header), so that none drops the connection; messages over
+/// [`MAX_PACKET`] are dropped after reading (`poll::oversized`). MQTT 5 tells the broker
+/// [`MAX_PACKET`] in its CONNECT, and the broker sends nothing larger.
+const V3_MAX_INCOMING: usize = 268_435_455 + 5;
 /// Requests queued towards the event loop before `publish` waits. Each holds its topic and
 /// payload (a discovery config ~1.2 KB): at a big site's start-up the queue is always full, so
 /// 1,024 held ~1 MB more than 128 for no throughput (the publisher and the event loop share one
@@ -193,7 +198,7 @@ impl Spec<'_> {
     fn v3(&self) -> (rumqttc::AsyncClient, rumqttc::EventLoop) {
         let mut o = rumqttc::MqttOptions::new(self.client_id, self.host.clone(), self.port);
         o.set_keep_alive(KEEP_ALIVE)
-            .set_max_packet_size(MAX_PACKET, MAX_PACKET)
+            .set_max_packet_size(V3_MAX_INCOMING, MAX_PACKET)
             .set_clean_session(true)
             .set_inflight(self.inflight.min(V3_INFLIGHT));
         if let Some(t) = &self.transport {

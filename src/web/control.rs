@@ -43,9 +43,22 @@ pub struct ControlRequest {
     pub payload: Value,
 }
 
+/// The longest network id taken (the service's are 32 characters).
+pub const MAX_NETWORK_ID: usize = 64;
+/// The longest `attr` taken (the longest attribute is `color_temp`).
+pub const MAX_ATTR: usize = 32;
+
 impl ControlRequest {
-    /// The dispatcher's request; `Err` with the reason when the target is incomplete.
+    /// The dispatcher's request; `Err` with the reason when the target is incomplete. The
+    /// strings it carries on (into the log, `/healthz`, the page, `<base>/bridge/error`) are
+    /// bounded here; a refusal never quotes a long one.
     pub fn into_request(self) -> Result<Request, String> {
+        if self.network.len() > MAX_NETWORK_ID {
+            return Err(format!("network id of {} bytes; at most {MAX_NETWORK_ID}", self.network.len()));
+        }
+        if let Some(attr) = self.attr.as_ref().filter(|a| a.len() > MAX_ATTR) {
+            return Err(format!("attr of {} bytes; at most {MAX_ATTR}", attr.len()));
+        }
         let id = || self.id.ok_or_else(|| format!("{:?} needs an id", self.target));
         let (target, path) = match self.target {
             Kind::Unit => {
@@ -115,5 +128,15 @@ mod tests {
         assert_eq!(r.topic, "web/n1/scene/2/set");
         assert!(parse(r#"{"network":"n1","target":"group","payload":"ON"}"#).is_err(), "no id");
         assert!(parse(r#"{"network":"n1","target":"lamp","id":1,"payload":"ON"}"#).is_err());
+    }
+
+    #[test]
+    fn long_strings_are_refused_without_being_quoted() {
+        let long = "n".repeat(100_000);
+        let e = parse(&format!(r#"{{"network":"{long}","target":"unit","id":3,"payload":"ON"}}"#)).unwrap_err();
+        assert!(e.len() < 80 && !e.contains("nnnnnnnnnn"), "{e}");
+        let e =
+            parse(&format!(r#"{{"network":"n1","target":"unit","id":3,"attr":"{long}","payload":1}}"#)).unwrap_err();
+        assert!(e.len() < 80 && !e.contains("nnnnnnnnnn"), "{e}");
     }
 }

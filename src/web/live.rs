@@ -13,12 +13,15 @@
 use super::WebState;
 use super::model::{NetworkHeader, NetworkModel, UnitModel, groups};
 use axum::extract::State;
+use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde::Serialize;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// How often the hub sends what changed: a change reaches an open page within this plus the
@@ -27,6 +30,8 @@ pub const TICK: Duration = Duration::from_millis(200);
 /// Frames a page may be behind before it is dropped (at one `units` frame per network per
 /// [`TICK`], several seconds of a busy site).
 pub const PAGE_QUEUE: usize = 256;
+/// Longest time between two writes of a live stream (a comment when nothing happens).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often the bridge's fields (uptime, REST requests of the last minute) are sent when
 /// nothing else changes them, in ticks.
 const BRIDGE_EVERY: u32 = 25;
@@ -67,8 +72,9 @@ pub fn frames(web: &WebState) -> Vec<Frame> {
     let latest = web.latest();
     let fill = |network: &str, unit: &mut UnitModel| latest.fill(network, unit);
     let mut out = Vec::new();
+    let with_units = changes.networks.is_empty() || web.mirror.unit_total() <= super::model::LEAN_ABOVE;
     for net in &changes.networks {
-        out.extend(Frame::of("network", &NetworkModel::of(net, rest, &fill)));
+        out.extend(Frame::of("network", &NetworkModel::of(net, rest, &fill, with_units)));
     }
     for net in &changes.statuses {
         out.extend(Frame::of("status", &NetworkHeader::of(net, rest)));
@@ -89,7 +95,8 @@ pub fn frames(web: &WebState) -> Vec<Frame> {
         out.extend(Frame::of("units", &UnitsFrame { network, units, groups }));
     }
     drop(latest);
-    if changes.bridge_problems {
+    // A network read for the first time changes how many are still to come.
+    if changes.bridge_problems || !changes.networks.is_empty() {
         out.extend(web.bridge_frame());
     }
     out
@@ -133,16 +140,25 @@ struct Page {
     first: Option<Event>,
     frames: broadcast::Receiver<Arc<Frame>>,
     web: Arc<WebState>,
+    /// Its place among `http.max_live_streams`, given back when the stream ends.
+    _place: Option<OwnedSemaphorePermit>,
 }
 
-/// `GET /api/events`.
-pub async fn events(State(web): State<Arc<WebState>>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+/// `GET /api/events`; `503` while `http.max_live_streams` streams are open.
+pub async fn events(State(web): State<Arc<WebState>>) -> Response {
+    let Ok(place) = web.live.clone().try_acquire_owned() else {
+        let body = axum::Json(serde_json::json!({"error": "too many open pages; try again shortly"}));
+        return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "10")], body).into_response();
+    };
     // Subscribe and start noting changes before the snapshot: whatever changes after it reaches
     // the page as a frame, so nothing falls between the two.
     let frames = web.pages.subscribe();
     web.mirror.set_watching(true);
     let first = Event::default().event("snapshot").data(web.page_json());
-    Sse::new(page_stream(web, frames, first)).keep_alive(KeepAlive::default())
+    // A comment at least every half idle deadline: an open page is never idle (docs/web.md#limits).
+    let every = (web.limits.idle_timeout / 2).min(KEEP_ALIVE);
+    let keep_alive = KeepAlive::new().interval(every);
+    Sse::new(page_stream(web, frames, first, Some(place))).keep_alive(keep_alive).into_response()
 }
 
 /// One page's events: `first`, then every frame, until shutdown or until the page falls
@@ -151,8 +167,9 @@ fn page_stream(
     web: Arc<WebState>,
     frames: broadcast::Receiver<Arc<Frame>>,
     first: Event,
+    place: Option<OwnedSemaphorePermit>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    let page = Page { first: Some(first), frames, web };
+    let page = Page { first: Some(first), frames, web, _place: place };
     futures_util::stream::unfold(page, |mut page| async move {
         if let Some(first) = page.first.take() {
             return Some((Ok(first), page));
@@ -195,6 +212,9 @@ mod tests {
             broker: String::new(),
             protocol: "auto".into(),
             rest_limit: 60,
+            public_host: Vec::new(),
+            limits: crate::config::HttpSettings::default().limits,
+            max_live_streams: 4,
         };
         Arc::new(WebState::new(settings, HealthState::new(), CancellationToken::new()))
     }
@@ -206,7 +226,7 @@ mod tests {
     #[tokio::test]
     async fn a_page_that_keeps_up_gets_every_frame() {
         let web = web();
-        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default(), None);
         for n in 0..PAGE_QUEUE {
             web.pages.send(frame(n)).unwrap();
         }
@@ -217,7 +237,7 @@ mod tests {
     #[tokio::test]
     async fn a_page_that_falls_behind_is_dropped_without_holding_anyone() {
         let web = web();
-        let slow = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        let slow = page_stream(web.clone(), web.pages.subscribe(), Event::default(), None);
         let mut keeping_up = web.pages.subscribe();
         for n in 0..=PAGE_QUEUE {
             // Never waits, whoever reads or not.
@@ -251,7 +271,7 @@ mod tests {
     #[tokio::test]
     async fn a_page_ends_at_shutdown() {
         let web = web();
-        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default());
+        let stream = page_stream(web.clone(), web.pages.subscribe(), Event::default(), None);
         web.shutdown.cancel();
         assert_eq!(stream.collect::<Vec<_>>().await.len(), 1);
     }

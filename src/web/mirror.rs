@@ -203,6 +203,16 @@ impl Mirror {
         (inner.nets.values().cloned().collect(), inner.bridge_problems.iter().cloned().collect())
     }
 
+    /// One network, as now.
+    pub fn network(&self, id: &str) -> Option<NetMirror> {
+        self.lock().nets.get(id).cloned()
+    }
+
+    /// How many units every network has together.
+    pub fn unit_total(&self) -> usize {
+        self.lock().nets.values().map(|n| n.units.len()).sum()
+    }
+
     /// The bridge-wide problems, as now.
     pub fn bridge_problems(&self) -> Vec<ProblemNote> {
         self.lock().bridge_problems.iter().cloned().collect()
@@ -211,6 +221,14 @@ impl Mirror {
     /// Whether a network has a unit of fixture `fixture` (only those icons are fetched).
     pub fn knows_fixture(&self, fixture: u32) -> bool {
         self.lock().nets.values().any(|n| n.units.values().any(|u| u.fixture_id == Some(fixture)))
+    }
+
+    /// Where a unit's icon comes from: whether it has an image of its own, and its fixture;
+    /// `None` for a unit no network has.
+    pub fn icon_source(&self, network: &str, unit: u32) -> Option<(bool, Option<u32>)> {
+        let inner = self.lock();
+        let unit = inner.nets.get(network)?.units.get(&unit)?;
+        Some((unit.image.is_some(), unit.fixture_id))
     }
 
     /// What changed since the last call, as now; forgets it. Copies only what the frames need

@@ -14,8 +14,10 @@
 
 pub mod access;
 mod assets;
+mod browse;
 pub mod control;
 pub mod icons;
+pub mod listener;
 pub mod live;
 pub mod mirror;
 pub mod model;
@@ -57,6 +59,12 @@ pub struct WebSettings {
     pub protocol: String,
     /// `cloud.max_requests_per_minute`.
     pub rest_limit: u32,
+    /// `http.public_host`: names the listener answers to besides IP addresses and `localhost`.
+    pub public_host: Vec<String>,
+    /// The listener's limits (`http.max_connections`, `http.header_timeout`, `http.idle_timeout`).
+    pub limits: listener::Limits,
+    /// `http.max_live_streams`.
+    pub max_live_streams: usize,
 }
 
 /// Latest logged datapoints by network id and unit id.
@@ -78,6 +86,9 @@ pub struct WebState {
     protocol: String,
     started: Instant,
     shutdown: CancellationToken,
+    limits: listener::Limits,
+    /// One place per open live stream (`http.max_live_streams`).
+    live: Arc<tokio::sync::Semaphore>,
 }
 
 /// The latest datapoints, locked once for a whole render.
@@ -100,7 +111,7 @@ impl WebState {
             pages: live::page_queue(),
             rest: RestRate::new(None, settings.rest_limit),
             health,
-            access: Access::new(settings.listen, settings.token),
+            access: Access::new(settings.listen, settings.token, settings.public_host),
             control: None,
             icons: None,
             datapoints: Mutex::new(HashMap::new()),
@@ -108,6 +119,8 @@ impl WebState {
             protocol: settings.protocol,
             started: Instant::now(),
             shutdown,
+            limits: settings.limits,
+            live: Arc::new(tokio::sync::Semaphore::new(settings.max_live_streams.max(1))),
         }
     }
 
@@ -166,13 +179,17 @@ impl WebState {
     }
 
     fn bridge_model<'a>(&'a self, problems: &'a [ProblemNote], rest: RestWindow) -> BridgeModel<'a> {
+        let (networks_to_come, logins_to_come) = self.health.to_come();
         BridgeModel {
             version: env!("CARGO_PKG_VERSION"),
             uptime_s: self.started.elapsed().as_secs(),
             broker: &self.broker,
             protocol: &self.protocol,
+            protocol_spoken: self.health.mqtt_protocol(),
             mqtt_connected: self.health.mqtt_connected(),
             rest,
+            networks_to_come,
+            logins_to_come,
             problems,
         }
     }
@@ -192,7 +209,10 @@ impl WebState {
         let fill = |network: &str, unit: &mut UnitModel| latest.fill(network, unit);
         let page = PageModel {
             bridge: self.bridge_model(&problems, rest),
-            networks: nets.iter().map(|n| NetworkModel::of(n, rest, &fill)).collect(),
+            networks: {
+                let with_units = nets.iter().map(|n| n.units.len()).sum::<usize>() <= model::LEAN_ABOVE;
+                nets.iter().map(|n| NetworkModel::of(n, rest, &fill, with_units)).collect()
+            },
         };
         serde_json::to_string(&page).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot render the page model");
@@ -201,19 +221,48 @@ impl WebState {
     }
 }
 
+/// The largest body `POST /api/control` takes: a command is a few dozen bytes.
+pub const CONTROL_BODY_LIMIT: usize = 16 * 1024;
+
 /// The page's routes (without `/healthz` and `/metrics`).
 pub fn routes(web: Arc<WebState>) -> Router {
     Router::new()
         .route("/", get(assets::index))
         .route("/app.js", get(assets::script))
         .route("/style.css", get(assets::style))
+        .route("/favicon.ico", get(assets::favicon))
+        .route("/unit.svg", get(assets::unit_icon))
         .route("/api/state", get(state))
         .route("/api/events", get(live::events))
         .route("/api/access", get(access_verdict))
-        .route("/api/control", post(control))
+        .route("/api/networks/{id}", get(browse::network))
+        .route("/api/units", get(browse::search))
+        .route("/api/control", post(control).layer(axum::extract::DefaultBodyLimit::max(CONTROL_BODY_LIMIT)))
         .route("/icon/fixture/{id}", get(icon))
+        .route("/icon/unit/{network}/{unit}", get(unit_icon))
         .with_state(web)
+}
+
+/// Everything the listener serves: the page's routes and the health endpoints, each answer
+/// (404 and 405 included) only to a `Host` that names the bridge, and with the security headers.
+pub fn app(web: Arc<WebState>, health: Arc<HealthState>) -> Router {
+    routes(web.clone())
+        .merge(health::routes(health))
+        .layer(axum::middleware::from_fn_with_state(web, guard_host))
         .layer(axum::middleware::map_response(assets::security_headers))
+}
+
+/// Answers `421` to a request whose `Host` does not name the bridge (DNS rebinding,
+/// docs/web.md#security).
+async fn guard_host(
+    State(web): State<Arc<WebState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match web.access.check_host(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refused(StatusCode::MISDIRECTED_REQUEST, refusal.reason),
+    }
 }
 
 /// Binds the HTTP listener (before anything else starts, so a taken address fails early).
@@ -232,7 +281,18 @@ pub fn serve(
 ) -> std::io::Result<SocketAddr> {
     let addr = listener.local_addr()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let app = routes(web.clone()).merge(health::routes(health));
+    let app = app(web.clone(), health);
+    let mut limits = web.limits;
+    let files = listener::open_files_limit();
+    limits.max_connections = listener::connection_cap(limits.max_connections, files);
+    if limits.max_connections < web.limits.max_connections {
+        tracing::warn!(
+            configured = web.limits.max_connections,
+            cap = limits.max_connections,
+            open_files = files,
+            "http.max_connections lowered: the process may open too few files (ulimit -n) for it"
+        );
+    }
     std::thread::Builder::new().name("http".into()).spawn(move || {
         runtime.block_on(async move {
             let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -244,10 +304,7 @@ pub fn serve(
             };
             let shutdown = web.shutdown.clone();
             tokio::spawn(live::hub(web));
-            let serve = axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned());
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, "the HTTP listener stopped");
-            }
+            listener::run(listener, app, limits, shutdown).await;
         });
     })?;
     Ok(addr)
@@ -261,7 +318,10 @@ async fn state(State(web): State<Arc<WebState>>) -> Response {
 async fn access_verdict(State(web): State<Arc<WebState>>, headers: HeaderMap) -> Response {
     let verdict = match (&web.control, web.access.check(&headers)) {
         (None, _) => Err("read-only: this bridge takes no commands from the page".to_string()),
-        (Some(_), Err(refusal)) => Err(refusal.0),
+        (Some(_), Err(refusal)) => {
+            web.access.slow_down(&refusal).await;
+            Err(refusal.reason)
+        }
         (Some(_), Ok(())) => Ok(()),
     };
     let body = match verdict {
@@ -285,11 +345,19 @@ async fn control(
         return refused(StatusCode::FORBIDDEN, "read-only: this bridge takes no commands from the page");
     };
     if let Err(refusal) = web.access.check(&headers) {
-        return refused(StatusCode::FORBIDDEN, refusal.0);
+        web.access.slow_down(&refusal).await;
+        return refused(StatusCode::FORBIDDEN, refusal.reason);
     }
     let request = match body {
         Ok(axum::Json(body)) => body.into_request(),
-        Err(e) => Err(e.body_text()),
+        // The parser's message may quote the body: a short prefix only.
+        Err(e) => {
+            let code = match e.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::BAD_REQUEST,
+            };
+            return refused(code, access::quote(&e.body_text()));
+        }
     };
     let request = match request {
         Ok(r) => r,
@@ -301,22 +369,40 @@ async fn control(
     }
 }
 
-/// `GET /icon/fixture/<id>`.
+/// `GET /icon/fixture/<id>`: the fixture's icon, or the page's own picture when it has none.
 async fn icon(State(web): State<Arc<WebState>>, Path(id): Path<u32>) -> Response {
-    let Some(icons) = &web.icons else { return StatusCode::NOT_FOUND.into_response() };
-    if !web.mirror.knows_fixture(id) {
-        return StatusCode::NOT_FOUND.into_response();
+    let found = match &web.icons {
+        Some(icons) if web.mirror.knows_fixture(id) => icons.fixture(id).await,
+        _ => None,
+    };
+    picture(found)
+}
+
+/// `GET /icon/unit/<network>/<unit>`: the unit's icon as the service's unit-icon route gives it
+/// (its image, or its fixture's icon), else its fixture's icon, else the page's own picture.
+async fn unit_icon(State(web): State<Arc<WebState>>, Path((network, unit)): Path<(String, u32)>) -> Response {
+    let (Some(icons), Some((has_image, fixture))) = (&web.icons, web.mirror.icon_source(&network, unit)) else {
+        return picture(None);
+    };
+    let mut found = None;
+    if has_image {
+        found = icons.unit(&network, unit).await;
     }
-    match icons.fixture(id).await {
-        Some(icon) => {
-            // Only a picture is served as what the service calls it.
-            let content_type = Some(icon.content_type.as_str())
-                .filter(|t| t.starts_with("image/") && !t.contains("svg"))
-                .and_then(|t| HeaderValue::from_str(t).ok())
-                .unwrap_or_else(|| HeaderValue::from_static("application/octet-stream"));
-            let cache = HeaderValue::from_static("max-age=86400");
-            ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, cache)], icon.bytes).into_response()
-        }
-        None => StatusCode::NOT_FOUND.into_response(),
+    if found.is_none()
+        && let Some(fixture) = fixture
+    {
+        found = icons.fixture(fixture).await;
     }
+    picture(found)
+}
+
+/// An icon as served: a picture from the service under its own type (never SVG, which may
+/// carry script), or the page's own picture.
+fn picture(icon: Option<icons::Icon>) -> Response {
+    let Some(icon) = icon else { return assets::unit_icon_response() };
+    let content_type = icons::image_type(&icon.content_type)
+        .and_then(|t| HeaderValue::from_str(t).ok())
+        .unwrap_or_else(|| HeaderValue::from_static("application/octet-stream"));
+    let cache = HeaderValue::from_static("max-age=86400");
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, cache)], icon.bytes).into_response()
 }

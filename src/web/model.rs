@@ -40,10 +40,17 @@ pub struct BridgeModel<'a> {
     pub broker: &'a str,
     /// The MQTT protocol setting (`auto`, `v5`, `v3`).
     pub protocol: &'a str,
+    /// The protocol of the last MQTT connection (`5`, `3.1.1`); `None` before one.
+    pub protocol_spoken: Option<&'static str>,
     /// Whether MQTT is connected.
     pub mqtt_connected: bool,
     /// The API key's REST requests.
     pub rest: RestWindow,
+    /// Networks the bridge expects and has not read yet (their login or first snapshot is
+    /// still to come).
+    pub networks_to_come: usize,
+    /// Credentials entries still logging in (their networks are not known yet).
+    pub logins_to_come: usize,
     /// Recent problems that concern no single network.
     pub problems: &'a [ProblemNote],
 }
@@ -161,7 +168,11 @@ impl UnitModel {
             offers: Offers { toggle: light, brightness: light && caps.dimmer, color_temp: caps.cct, color: caps.color },
             battery: None,
             energy: None,
-            icon: unit.fixture_id.map(|f| format!("icon/fixture/{f}")),
+            icon: match (&unit.image, unit.fixture_id) {
+                (Some(_), _) => Some(format!("icon/unit/{}/{}", view.status.id, unit.id)),
+                (None, Some(f)) => Some(format!("icon/fixture/{f}")),
+                (None, None) => None,
+            },
         }
     }
 
@@ -209,26 +220,40 @@ pub struct NetworkModel<'a> {
     /// The network's own fields.
     #[serde(flatten)]
     pub header: NetworkHeader<'a>,
-    /// Its units, by id.
-    pub units: Vec<UnitModel>,
+    /// Its units, by id; `None` in the model of a big site ([`LEAN_ABOVE`]), whose page asks for
+    /// a network's units when it opens it.
+    pub units: Option<Vec<UnitModel>>,
+    /// How many units it has.
+    pub unit_count: usize,
     /// Its groups.
     pub groups: Vec<GroupJson<'a>>,
     /// Its scenes.
     pub scenes: Vec<SceneModel<'a>>,
 }
 
+/// Sites of more units than this get networks without their units in the page model and the
+/// `network` frames: a site of 100 networks of 250 units would be an 11 MB snapshot, longer to
+/// render and to read than the page may take. Their page asks for a network's units when it
+/// opens it (`GET /api/networks/<id>`) and searches on the bridge (`GET /api/units?q=`).
+pub const LEAN_ABOVE: usize = 2000;
+
+/// The model of one unit of `net`, completed by `fill` (battery and energy).
+pub fn unit_model(net: &NetMirror, unit: &UnitState, fill: &dyn Fn(&str, &mut UnitModel)) -> UnitModel {
+    let mut model = UnitModel::of(unit, &net.view);
+    fill(&net.status.id, &mut model);
+    model
+}
+
 impl<'a> NetworkModel<'a> {
-    /// The model of `net`; `fill` completes each unit (battery and energy).
-    pub fn of(net: &'a NetMirror, rest: RestWindow, fill: &dyn Fn(&str, &mut UnitModel)) -> NetworkModel<'a> {
-        let units = net
-            .units
-            .values()
-            .map(|u| {
-                let mut model = UnitModel::of(u, &net.view);
-                fill(&net.status.id, &mut model);
-                model
-            })
-            .collect();
+    /// The model of `net`, its units included when `with_units`; `fill` completes each unit
+    /// (battery and energy).
+    pub fn of(
+        net: &'a NetMirror,
+        rest: RestWindow,
+        fill: &dyn Fn(&str, &mut UnitModel),
+        with_units: bool,
+    ) -> NetworkModel<'a> {
+        let units = with_units.then(|| net.units.values().map(|u| unit_model(net, u, fill)).collect());
         let scenes = net
             .view
             .scenes
@@ -243,6 +268,7 @@ impl<'a> NetworkModel<'a> {
         NetworkModel {
             header: NetworkHeader::of(net, rest),
             units,
+            unit_count: net.units.len(),
             groups: groups(&net.view, &net.units, None),
             scenes,
         }

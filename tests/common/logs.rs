@@ -52,9 +52,15 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogBuffer {
 /// `casambi2mqtt=trace`) until the guard is dropped. Use with a current-thread runtime
 /// (`#[tokio::test]`), so that every task the test spawns logs on this thread.
 pub fn capture(filter: &str) -> (LogBuffer, tracing::subscriber::DefaultGuard) {
+    capture_with(tracing_subscriber::EnvFilter::new(filter))
+}
+
+/// As [`capture`], with a filter built by the caller.
+#[allow(dead_code)]
+pub fn capture_with(filter: tracing_subscriber::EnvFilter) -> (LogBuffer, tracing::subscriber::DefaultGuard) {
     let buffer = LogBuffer::default();
     let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_env_filter(filter)
         .with_writer(buffer.clone())
         .with_ansi(false)
         .with_target(true)

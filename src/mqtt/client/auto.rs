@@ -51,7 +51,7 @@ pub(super) async fn poll(
                 settle(Spoken::V5);
                 tracing::info!("the broker speaks MQTT 5 (mqtt.protocol: auto)");
                 drop(v3);
-                if backoff.connected(&tx).await {
+                if backoff.connected(5, &tx).await {
                     poll_v5(v5, tx, backoff).await;
                 }
                 return;
@@ -84,7 +84,7 @@ pub(super) async fn poll(
                     "the broker does not speak MQTT 5; connected with MQTT 3.1.1 (mqtt.protocol: auto)"
                 );
                 drop(v5);
-                if backoff.connected(&tx).await {
+                if backoff.connected(4, &tx).await {
                     poll_v3(v3, tx, backoff).await;
                 }
                 return;

@@ -72,9 +72,11 @@ impl Backoff {
         !self.connected
     }
 
-    pub(super) async fn connected(&mut self, tx: &EventSender) -> bool {
+    /// A CONNACK at protocol `level` (4 = 3.1.1, 5 = MQTT 5).
+    pub(super) async fn connected(&mut self, level: i64, tx: &EventSender) -> bool {
         self.next = BACKOFF_START;
         self.connected = true;
+        crate::metrics::metrics().mqtt_protocol.set(level);
         crate::metrics::metrics().mqtt_connected.set(1);
         tx.send(ClientEvent::Connected).await
     }
@@ -97,12 +99,26 @@ impl Backoff {
     }
 }
 
+/// Whether an incoming message is too big to take; logs it once when so. MQTT 3.1.1 has no
+/// way to tell the broker the largest packet the client takes, so the MQTT 3.1.1 event loop
+/// reads packets of any size (a refused one would drop the connection, and a retained one would
+/// come back with every reconnection) and the oversized ones end here.
+fn oversized(topic: &str, size: usize) -> bool {
+    if size <= super::MAX_PACKET {
+        return false;
+    }
+    let topic: String = topic.chars().take(120).collect();
+    tracing::warn!(topic, bytes = size, limit = super::MAX_PACKET, "an MQTT message too big to take; dropped");
+    true
+}
+
 /// Polls an MQTT 3.1.1 event loop until the client disconnects or the consumer is gone.
 pub(super) async fn poll_v3(mut eventloop: rumqttc::EventLoop, tx: EventSender, mut backoff: Backoff) {
     use rumqttc::{Event, Outgoing, Packet};
     loop {
         let keep_going = match eventloop.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx).await,
+            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(4, &tx).await,
+            Ok(Event::Incoming(Packet::Publish(p))) if oversized(&p.topic, p.topic.len() + p.payload.len()) => true,
             Ok(Event::Incoming(Packet::Publish(p))) => {
                 tx.send(ClientEvent::Message(Message { topic: p.topic, payload: p.payload.to_vec(), retain: p.retain }))
                     .await
@@ -126,7 +142,7 @@ pub(super) async fn poll_v5(mut eventloop: rumqttc::v5::EventLoop, tx: EventSend
     use rumqttc::v5::mqttbytes::v5::Packet;
     loop {
         let keep_going = match eventloop.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(&tx).await,
+            Ok(Event::Incoming(Packet::ConnAck(_))) => backoff.connected(5, &tx).await,
             Ok(Event::Incoming(Packet::Publish(p))) => match String::from_utf8(p.topic.to_vec()) {
                 Ok(topic) => {
                     tx.send(ClientEvent::Message(Message { topic, payload: p.payload.to_vec(), retain: p.retain }))
