@@ -30,9 +30,9 @@ pub struct ProblemNote {
     pub message: String,
 }
 
-/// One network as the mirror keeps it.
+/// One network as the page's mirror keeps it.
 #[derive(Debug, Clone)]
-pub struct NetMirror {
+pub struct PageNetwork {
     /// Network-level fields, newest.
     pub status: NetworkStatus,
     /// Unit states, newest.
@@ -62,9 +62,9 @@ pub struct UnitBatch {
 #[derive(Debug, Default)]
 pub struct Changes {
     /// Networks whose full view arrived (new, or configuration changed), as now.
-    pub networks: Vec<NetMirror>,
+    pub networks: Vec<PageNetwork>,
     /// Networks whose fields or problems changed (and whose full view did not arrive).
-    pub statuses: Vec<NetMirror>,
+    pub statuses: Vec<PageNetwork>,
     /// Per network (not among `networks`): its changed units.
     pub units: Vec<UnitBatch>,
     /// The bridge-wide problems changed.
@@ -101,7 +101,7 @@ impl Dirty {
 
 #[derive(Debug, Default)]
 struct Inner {
-    nets: BTreeMap<String, NetMirror>,
+    nets: BTreeMap<String, PageNetwork>,
     bridge_problems: VecDeque<ProblemNote>,
     dirty: Dirty,
 }
@@ -147,7 +147,7 @@ impl Mirror {
                         groups_of.entry(*u).or_default().push(g.id);
                     }
                 }
-                let net = NetMirror {
+                let net = PageNetwork {
                     status: view.status.clone(),
                     units: view.units.clone(),
                     view: view.clone(),
@@ -198,13 +198,13 @@ impl Mirror {
     }
 
     /// Every network, as now (for a whole page).
-    pub fn snapshot(&self) -> (Vec<NetMirror>, Vec<ProblemNote>) {
+    pub fn snapshot(&self) -> (Vec<PageNetwork>, Vec<ProblemNote>) {
         let inner = self.lock();
         (inner.nets.values().cloned().collect(), inner.bridge_problems.iter().cloned().collect())
     }
 
     /// One network, as now.
-    pub fn network(&self, id: &str) -> Option<NetMirror> {
+    pub fn network(&self, id: &str) -> Option<PageNetwork> {
         self.lock().nets.get(id).cloned()
     }
 

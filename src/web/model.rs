@@ -6,7 +6,7 @@
 //! beside it: a colour swatch, the colour-temperature range, which controls to offer, the icon,
 //! and battery and energy when logged datapoints supply them ([`UnitModel::fill_datapoints`]).
 
-use super::mirror::{NetMirror, ProblemNote};
+use super::mirror::{PageNetwork, ProblemNote};
 use crate::bridge::caps::Caps;
 use crate::bridge::state::{Connection, NetworkView};
 use crate::cloud::datapoints::DatapointValue;
@@ -80,7 +80,7 @@ pub struct NetworkHeader<'a> {
 
 impl<'a> NetworkHeader<'a> {
     /// The header of `net`.
-    pub fn of(net: &'a NetMirror, rest: RestWindow) -> NetworkHeader<'a> {
+    pub fn of(net: &'a PageNetwork, rest: RestWindow) -> NetworkHeader<'a> {
         let s = &net.status;
         NetworkHeader {
             id: &s.id,
@@ -238,7 +238,7 @@ pub struct NetworkModel<'a> {
 pub const LEAN_ABOVE: usize = 2000;
 
 /// The model of one unit of `net`, completed by `fill` (battery and energy).
-pub fn unit_model(net: &NetMirror, unit: &UnitState, fill: &dyn Fn(&str, &mut UnitModel)) -> UnitModel {
+pub fn unit_model(net: &PageNetwork, unit: &UnitState, fill: &dyn Fn(&str, &mut UnitModel)) -> UnitModel {
     let mut model = UnitModel::of(unit, &net.view);
     fill(&net.status.id, &mut model);
     model
@@ -248,7 +248,7 @@ impl<'a> NetworkModel<'a> {
     /// The model of `net`, its units included when `with_units`; `fill` completes each unit
     /// (battery and energy).
     pub fn of(
-        net: &'a NetMirror,
+        net: &'a PageNetwork,
         rest: RestWindow,
         fill: &dyn Fn(&str, &mut UnitModel),
         with_units: bool,
