@@ -280,6 +280,22 @@ impl CommandDispatcher {
         Ok(())
     }
 
+    /// Refuses every command still waiting in a queue with `reason` (on `<base>/bridge/error`),
+    /// for a shutdown: none is dropped without a word. Returns how many were refused.
+    pub fn abandon_pending(&self, reason: &str) -> usize {
+        let abandoned: Vec<(String, Queued)> = {
+            let mut queues = lock(&self.inner.queues);
+            queues
+                .iter_mut()
+                .flat_map(|((network, _), queue)| queue.pending.drain(..).map(|q| (network.clone(), q)))
+                .collect()
+        };
+        for (network, item) in &abandoned {
+            reject(&self.inner, &item.topic, Some(network), reason);
+        }
+        abandoned.len()
+    }
+
     /// Serves a stream of requests until it ends or `shutdown` (the MQTT side's command channel
     /// mapped to [`Request`]s). Refusals go to the rejection stream.
     pub async fn run(self, mut requests: mpsc::Receiver<Request>, shutdown: CancellationToken) {
