@@ -271,7 +271,7 @@ pub async fn run(
     // Orderly stop (docs/cli.md#signals): commands still queued are refused, the wires and the
     // web page's live streams close, what is on its way to the broker goes out, then the
     // publisher says `offline` and disconnects.
-    let refused = dispatcher.abandon_pending("the bridge is shutting down");
+    let refused = dispatcher.abandon_pending();
     inner.cancel();
     drain.wait(SHUTDOWN_DRAIN).await;
     tracing::info!(refused_commands = refused, "stopping");

@@ -150,7 +150,13 @@ struct Inner {
     known: Mutex<Known>,
     queues: Mutex<HashMap<QueueKey, Queue>>,
     rejections: mpsc::Sender<Rejection>,
+    /// Cancelled at shutdown ([`CommandDispatcher::abandon_pending`]): a command waiting for its
+    /// wire is refused instead of waiting on.
+    closing: CancellationToken,
 }
+
+/// Why commands are refused at shutdown.
+pub const SHUTTING_DOWN: &str = "the bridge is shutting down";
 
 /// Applies commands from MQTT to the cloud. Cheap to clone; all clones share the queues.
 #[derive(Clone)]
@@ -216,6 +222,7 @@ impl CommandDispatcher {
             known: Mutex::new(Known::default()),
             queues: Mutex::new(HashMap::new()),
             rejections: tx,
+            closing: CancellationToken::new(),
         };
         (CommandDispatcher { inner: Arc::new(inner) }, rx)
     }
@@ -280,9 +287,11 @@ impl CommandDispatcher {
         Ok(())
     }
 
-    /// Refuses every command still waiting in a queue with `reason` (on `<base>/bridge/error`),
-    /// for a shutdown: none is dropped without a word. Returns how many were refused.
-    pub fn abandon_pending(&self, reason: &str) -> usize {
+    /// For a shutdown: refuses every command still waiting in a queue with [`SHUTTING_DOWN`]
+    /// (on `<base>/bridge/error`), and makes one waiting for its wire give up the same way, so
+    /// none is dropped without a word. Returns how many queued commands were refused.
+    pub fn abandon_pending(&self) -> usize {
+        self.inner.closing.cancel();
         let abandoned: Vec<(String, Queued)> = {
             let mut queues = lock(&self.inner.queues);
             queues
@@ -291,7 +300,7 @@ impl CommandDispatcher {
                 .collect()
         };
         for (network, item) in &abandoned {
-            reject(&self.inner, &item.topic, Some(network), reason);
+            reject(&self.inner, &item.topic, Some(network), SHUTTING_DOWN);
         }
         abandoned.len()
     }
@@ -361,6 +370,10 @@ async fn worker(inner: Arc<Inner>, key: QueueKey) {
                     reject(&inner, &item.topic, Some(&key.0), &e.to_string());
                     break;
                 }
+                Err(Failure::WireDown(_)) if inner.closing.is_cancelled() => {
+                    reject(&inner, &item.topic, Some(&key.0), SHUTTING_DOWN);
+                    break;
+                }
                 Err(Failure::WireDown(last)) => {
                     let waited = item.arrived.elapsed();
                     if waited >= inner.config.wire_retry {
@@ -371,7 +384,10 @@ async fn worker(inner: Arc<Inner>, key: QueueKey) {
                         break;
                     }
                     tracing::debug!(network = %key.0, reason = %last, "wire down; retrying command");
-                    sleep(inner.config.retry_interval.min(inner.config.wire_retry - waited)).await;
+                    tokio::select! {
+                        _ = sleep(inner.config.retry_interval.min(inner.config.wire_retry - waited)) => {}
+                        _ = inner.closing.cancelled() => {}
+                    }
                     item = absorb(&inner, &key, item);
                 }
             }
