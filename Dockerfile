@@ -18,13 +18,11 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && strip -o /casambi2mqtt target/release/casambi2mqtt
 
 FROM debian:bookworm-slim
-# Unpinned on purpose: the suite's point releases carry the CA and security fixes.
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates \
-    && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin casambi2mqtt \
+RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin casambi2mqtt \
     && mkdir -p /config && chown 10001 /config
+# The CA bundle of the build image (Debian's ca-certificates) is all the TLS clients read: the
+# package itself would bring openssl and its library along, unused.
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /casambi2mqtt /usr/local/bin/casambi2mqtt
 USER 10001
 WORKDIR /config
