@@ -109,13 +109,19 @@ lint() {
   log "ok: hadolint clean"
 }
 
-# Builds the image; prints the build time and the sizes.
+# Builds the image; prints the build time and the sizes. cargo's caches (BuildKit cache mounts)
+# make a rebuild fast; podman's layer cache would only keep a copy of the sources per build, so
+# it is off, and the image this build replaces is removed.
 build_image() {
-  local start took size base added
+  local start took size base added previous
+  previous=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
   start=$(date +%s)
-  podman build --pull=never --network host --format docker -t "$IMAGE" . >"$WORK/build.log" 2>&1 \
+  podman build --pull=never --network host --format docker --layers=false -t "$IMAGE" . >"$WORK/build.log" 2>&1 \
     || { tail -40 "$WORK/build.log"; fail "the image does not build"; }
   took=$(($(date +%s) - start))
+  if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
+    podman rmi "$previous" >/dev/null 2>&1 || true
+  fi
   size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
   base=$(podman image inspect --format '{{.Size}}' "$DEBIAN")
   added=$(((size - base) / 1000000))
