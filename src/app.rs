@@ -16,7 +16,7 @@ use crate::bridge::update::Update;
 use crate::bridge::{Bridge, CredentialState};
 use crate::commands::{CommandDispatcher, DispatchConfig, Request};
 use crate::config::Config;
-use crate::health::HealthState;
+use crate::health::{Expectation, HealthState};
 use crate::mqtt::render::Renderer;
 use crate::mqtt::{self, ResolvedCommand};
 use crate::web::{self, WebSettings, WebState};
@@ -44,14 +44,16 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 const UPDATE_QUEUE: usize = 4096;
 /// How long shutdown may take before the tasks are abandoned (the contract allows 5 s).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(4);
+/// How long shutdown waits for the updates already on their way (refused commands among them)
+/// to reach the publisher before it says `offline`.
+const SHUTDOWN_DRAIN: Duration = Duration::from_millis(500);
 
-/// How a run ended.
+/// How a run ended. Rejected credentials do not end it: the bridge stays up, unhealthy, and
+/// tries them again as the login lock allows (docs/cloud.md#logins-and-the-lockout-guard).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Shut down on request.
     Stopped,
-    /// Every credentials entry was rejected for good (exit code 2); the reasons.
-    AllRejected(Vec<String>),
 }
 
 /// Why the bridge could not run.
@@ -125,7 +127,7 @@ pub struct Running {
     pub web: Option<Arc<WebState>>,
 }
 
-/// Runs the bridge until `shutdown` is cancelled or every credentials entry is rejected.
+/// Runs the bridge until `shutdown` is cancelled.
 /// `started` receives the handles once everything is up.
 pub async fn run(
     config: Config,
@@ -159,12 +161,21 @@ pub async fn run(
     let expected = bridge.clone();
     health.set_expected(Box::new(move || {
         let networks = expected.networks().into_iter().map(|n| (n.id, n.name)).collect();
-        let logging_in = expected.credential_states().iter().filter(|s| s.is_logging_in()).count();
-        (networks, logging_in)
+        let states = expected.credential_states();
+        let logging_in = states.iter().filter(|s| s.is_logging_in()).count();
+        let rejected = states
+            .into_iter()
+            .filter_map(|s| match s {
+                CredentialState::Rejected(why) => Some(why),
+                _ => None,
+            })
+            .collect();
+        Expectation { networks, logging_in, rejected }
     }));
 
     let (dispatcher, mut rejections) = CommandDispatcher::new(bridge.clone(), DispatchConfig::default());
     let (publish_tx, publish_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
+    let publish_probe = publish_tx.downgrade();
     let (commands_tx, mut commands_rx) = mpsc::channel::<ResolvedCommand>(1024);
     let (requests_tx, requests_rx) = mpsc::channel::<Request>(1024);
 
@@ -231,7 +242,8 @@ pub async fn run(
             }
         }
     });
-    tokio::spawn(dispatcher.run(requests_rx, inner.clone()));
+    tokio::spawn(dispatcher.clone().run(requests_rx, inner.clone()));
+    let drain = Drain { updates: updates_tx.downgrade(), publish: publish_probe };
     drop(updates_tx);
 
     let mqtt_token = CancellationToken::new();
@@ -244,14 +256,6 @@ pub async fn run(
 
     let outcome = tokio::select! {
         _ = shutdown.cancelled() => Outcome::Stopped,
-        _ = bridge.all_rejected() => {
-            let reasons = bridge
-                .credential_states()
-                .into_iter()
-                .filter_map(|s| match s { CredentialState::Rejected(why) => Some(why), _ => None })
-                .collect();
-            Outcome::AllRejected(reasons)
-        }
         result = &mut mqtt_task => {
             inner.cancel();
             return match result {
@@ -264,8 +268,13 @@ pub async fn run(
             };
         }
     };
-    // Orderly stop: close the wires, then let the publisher say `offline` and disconnect.
+    // Orderly stop (docs/cli.md#signals): commands still queued are refused, the wires and the
+    // web page's live streams close, what is on its way to the broker goes out, then the
+    // publisher says `offline` and disconnects.
+    let refused = dispatcher.abandon_pending();
     inner.cancel();
+    drain.wait(SHUTDOWN_DRAIN).await;
+    tracing::info!(refused_commands = refused, "stopping");
     mqtt_token.cancel();
     match tokio::time::timeout(SHUTDOWN_GRACE, mqtt_task).await {
         Ok(Ok(Err(e))) => tracing::warn!(error = %e, "MQTT stopped with an error"),
@@ -273,6 +282,25 @@ pub async fn run(
         Err(_) => tracing::warn!("MQTT did not stop in time; exiting anyway"),
     }
     Ok(outcome)
+}
+
+/// Watches the two queues in front of the publisher (without keeping them open).
+struct Drain {
+    updates: mpsc::WeakSender<Update>,
+    publish: mpsc::WeakSender<Update>,
+}
+
+impl Drain {
+    /// Waits until both queues are empty (or closed), at most `limit`. The publisher handles an
+    /// update it took before it looks at the shutdown token again.
+    async fn wait(&self, limit: Duration) {
+        let empty =
+            |weak: &mpsc::WeakSender<Update>| weak.upgrade().is_none_or(|tx| tx.capacity() == tx.max_capacity());
+        let deadline = tokio::time::Instant::now() + limit;
+        while !(empty(&self.updates) && empty(&self.publish)) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }
 
 /// The web page's state: its settings from `config`, control through `dispatcher` (on this

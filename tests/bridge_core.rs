@@ -79,7 +79,7 @@ async fn expired_sessions_cost_exactly_one_login_per_network() {
 }
 
 #[tokio::test]
-async fn rejected_password_is_final_and_never_locks_the_account() {
+async fn rejected_password_is_reported_and_never_locks_the_account() {
     let h = start(SimConfig::new(Site::demo()), demo_credentials("Not-The-Password-42"), 600).await;
     if tokio::time::timeout(Duration::from_secs(10), h.bridge.all_rejected()).await.is_err() {
         panic!("not rejected: {:?}\n{:#?}", h.bridge.credential_states(), h.sim.shared().log.requests());

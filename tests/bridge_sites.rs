@@ -73,7 +73,7 @@ async fn an_expired_user_session_is_renewed_once_for_all_its_networks() {
 }
 
 #[tokio::test]
-async fn a_refused_site_login_is_final_and_named() {
+async fn a_refused_site_login_is_named_and_waits_out_the_lock_window() {
     let h =
         start_with_sites(SimConfig::new(Site::demo()), Vec::new(), site_credentials("Not-The-Password-42"), 600).await;
     if tokio::time::timeout(Duration::from_secs(10), h.bridge.all_rejected()).await.is_err() {
@@ -83,7 +83,8 @@ async fn a_refused_site_login_is_final_and_named() {
         CredentialState::Rejected(why) => {
             assert_eq!(
                 why,
-                "site credentials owner@example.com: user not found / wrong password for owner@example.com"
+                "site credentials owner@example.com: user not found / wrong password for owner@example.com; \
+                 next login attempt in 1m 5s"
             );
         }
         other => panic!("{other:?}"),
@@ -91,7 +92,7 @@ async fn a_refused_site_login_is_final_and_named() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let log = h.sim.shared().log.requests();
     let failed: Vec<_> = log.iter().filter(|r| r.is_login() && r.status != 200).collect();
-    assert_eq!(failed.len(), 1, "a 401 is final: {failed:#?}");
+    assert_eq!(failed.len(), 1, "after a 401 the next login waits out the lock window: {failed:#?}");
     assert!(h.bridge.networks().is_empty());
     assert!(h.mirror.lock().unwrap().problems.iter().any(|p| p.contains("site credentials owner@example.com")));
 }

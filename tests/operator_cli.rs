@@ -1,6 +1,7 @@
 //! The binary as an operator meets it: `run` with a config against the simulator and a real
-//! mosquitto (SIGTERM publishes `offline` and exits 0 within 5 s), exit code 2 for a bad config and
-//! for rejected credentials, `check`, and the zero-setup `demo` with its embedded broker.
+//! mosquitto (SIGTERM and SIGINT publish `offline` and disconnect cleanly within 5 s), exit code 2
+//! for a bad config, `check`, and the zero-setup `demo` with its embedded broker. Rejected
+//! credentials: tests/run_credentials.rs.
 
 mod common;
 #[path = "common/nats.rs"]
@@ -8,94 +9,16 @@ mod nats;
 
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
-use common::{Mosquitto, retained_until};
+use common::process::{BIN, Proc, output_of, sigterm, spawn, spawn_env, wait_exit, write_config, write_config_with};
+use common::{Mosquitto, free_port, retained_until};
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_casambi2mqtt");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn write_config(sim: &Simulator, mqtt_url: &str, password: &str) -> tempfile::NamedTempFile {
-    write_config_with(sim, mqtt_url, &format!("networks:\n  - email: demo@example.com\n    password: {password}\n"))
-}
-
-/// A configuration against `sim` whose credentials are `logins` (`networks:` and `sites:`).
-fn write_config_with(sim: &Simulator, mqtt_url: &str, logins: &str) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    write!(
-        f,
-        "cloud:\n  base_url: {}\n  ws_url: {}\n  api_key: demo-key\n{logins}mqtt:\n  url: {mqtt_url}\nhealth:\n  listen: \"\"\n",
-        sim.base_url(),
-        sim.ws_url()
-    )
-    .unwrap();
-    f
-}
-
-/// A child process that is killed if the test fails before it ends.
-struct Proc(Option<Child>);
-
-impl Proc {
-    fn child(&mut self) -> &mut Child {
-        self.0.as_mut().unwrap()
-    }
-    fn take(mut self) -> Child {
-        self.0.take().unwrap()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn spawn(args: &[&str]) -> Proc {
-    spawn_env(args, &[])
-}
-
-/// [`spawn`] with environment variables set for the child.
-fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Proc {
-    let mut command = Command::new(BIN);
-    command.args(args).env_remove("RUST_LOG").envs(env.iter().copied());
-    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
-    Proc(Some(child.unwrap()))
-}
-
-fn sigterm(child: &mut Proc) {
-    let child = child.child();
-    let status = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
-    assert!(status.success());
-}
-
-/// Waits for the child to exit, at most `limit`.
-fn wait_exit(child: &mut Proc, limit: Duration) -> Option<std::process::ExitStatus> {
-    let child = child.child();
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    None
-}
-
-fn output_of(child: Proc) -> String {
-    let out = child.take().wait_with_output().unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn sigterm_publishes_offline_and_exits_zero_within_five_seconds() {
+/// Runs the bridge until it is online, sends `signal`, and checks the orderly stop from the
+/// broker's side: the bridge's own `offline` (retained) and a clean DISCONNECT, so the broker
+/// never sends the last will; exit 0 within 5 s.
+async fn stops_in_order_on(signal: &str) {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
     let broker = Mosquitto::start();
     let config = write_config(&sim, &broker.url(), "demo");
@@ -107,13 +30,28 @@ async fn sigterm_publishes_offline_and_exits_zero_within_five_seconds() {
     })
     .await;
     let sent = Instant::now();
-    sigterm(&mut child);
+    common::process::signal(&mut child, signal);
     let status = wait_exit(&mut child, Duration::from_secs(5)).expect("exited within 5 s");
     let took = sent.elapsed();
     assert!(status.success(), "exit code {status:?}");
     let r = retained_until(port, Duration::from_secs(2), |r| r.contains_key("casambi/bridge/state")).await;
     assert_eq!(r["casambi/bridge/state"], "offline");
-    println!("SIGTERM to exit: {took:?}");
+    // mosquitto logs `Client <id> disconnected.` after a DISCONNECT, and `closed its connection`
+    // (then sends the will) when the socket just goes.
+    let log = broker.log();
+    assert!(log.contains("Client casambi2mqtt disconnected."), "no clean DISCONNECT: {log}");
+    assert!(!log.contains("Client casambi2mqtt closed its connection"), "the will was sent: {log}");
+    println!("SIG{signal} to exit: {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_publishes_offline_disconnects_and_exits_zero_within_five_seconds() {
+    stops_in_order_on("TERM").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_stops_the_same_way() {
+    stops_in_order_on("INT").await;
 }
 
 #[test]
@@ -125,37 +63,6 @@ fn bad_config_exits_two_naming_the_key() {
     assert_eq!(out.status.code(), Some(2));
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("cloud.poll_intervall"), "{text}");
-}
-
-/// Runs the bridge with `logins` whose password is `wrong-password-123` against the demo site;
-/// asserts that it exits by itself with code 2 and never prints the password. Returns its output
-/// and the simulator (for its request log).
-async fn run_rejected(logins: &str) -> (String, Simulator) {
-    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
-    let broker = Mosquitto::start();
-    let config = write_config_with(&sim, &broker.url(), logins);
-    let mut child = spawn(&["run", "-c", config.path().to_str().unwrap()]);
-    let status = wait_exit(&mut child, Duration::from_secs(20)).expect("exits by itself");
-    assert_eq!(status.code(), Some(2));
-    let text = output_of(child);
-    assert!(!text.contains("wrong-password-123"), "the password never appears: {text}");
-    (text, sim)
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn rejected_credentials_exit_two_with_a_clear_error() {
-    let (text, sim) = run_rejected("networks:\n  - email: demo@example.com\n    password: wrong-password-123\n").await;
-    assert!(text.contains("demo@example.com"), "{text}");
-    let failed = sim.shared().log.requests().iter().filter(|r| r.is_login() && r.status != 200).count();
-    assert!(failed <= 2, "{failed} failed logins");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_rejected_site_login_alone_exits_two_naming_it() {
-    let (text, sim) = run_rejected("sites:\n  - email: owner@example.com\n    password: wrong-password-123\n").await;
-    assert!(text.contains("site credentials owner@example.com: user not found / wrong password"), "{text}");
-    let log = sim.shared().log.requests();
-    assert_eq!(log.iter().filter(|r| r.is_login() && r.status != 200).count(), 1, "a 401 is final: {log:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,9 +2,10 @@
 //! key, a session manager per set of credentials, and one supervisor per network, all feeding
 //! one queue of [`Update`]s.
 //!
-//! Credentials are handled apart: an entry the service rejects for good (401) is reported and the
-//! other entries keep running; [`Bridge::all_rejected`] tells the binary when none is left (exit
-//! code 2).
+//! Credentials are handled apart: an entry the service rejects (401) is reported, tried again no
+//! more often than the login lock allows (docs/cloud.md#logins-and-the-lockout-guard), and the
+//! other entries keep running. The bridge never stops over rejected credentials: a process
+//! supervisor restarting it would log in again at every start and trip the lock.
 
 use super::fixtures::FixtureCache;
 use super::network::{Outgoing, Supervisor, Timing};
@@ -78,7 +79,8 @@ pub enum CredentialState {
     Retrying(String),
     /// Sessions open; its networks are supervised.
     Running,
-    /// Rejected for good; the reason (without secrets).
+    /// Rejected by the service (401); the reason (without secrets). The login is tried again
+    /// after the lock window, then ever less often.
     Rejected(String),
 }
 
@@ -255,8 +257,8 @@ impl Bridge {
         self.wake.window()
     }
 
-    /// Resolves when every credentials entry has been rejected for good (the binary exits 2).
-    /// Never resolves while at least one entry runs or may still run.
+    /// Resolves once every credentials entry is rejected at the same time (each is still tried
+    /// again later). Never resolves while at least one entry runs or is logging in.
     pub async fn all_rejected(&self) {
         let mut rx = self.credentials.clone();
         let all = rx
@@ -268,6 +270,11 @@ impl Bridge {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// `d` to whole seconds, for messages.
+fn round_secs(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs_f64().round() as u64)
 }
 
 /// Logs one credentials entry in and starts its networks.
@@ -300,6 +307,7 @@ impl CredentialTask {
         let label = self.source.label();
         let email = self.source.email().to_string();
         let mut backoff = BackoffPolicy { max_retries: None, ..BackoffPolicy::default() }.backoff();
+        let mut settled = false;
         let opened = loop {
             let attempt = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -308,12 +316,23 @@ impl CredentialTask {
             match attempt {
                 Ok(opened) => break opened,
                 Err(e) if e.is_final() => {
-                    let message = format!("{label}: {e}");
+                    // The session manager's guard paces the next attempt (lock window, then
+                    // doubling): the next `open` waits for it.
+                    let retry = self.source.next_login_in().map(|d| humantime::format_duration(round_secs(d)));
+                    let message = match &retry {
+                        Some(after) => format!("{label}: {e}; next login attempt in {after}"),
+                        None => format!("{label}: {e}"),
+                    };
                     tracing::error!(%message, "credentials rejected; their networks are not bridged");
                     let _ = self.updates.send(Update::Problem { network: None, message: message.clone() }).await;
                     self.set_state(CredentialState::Rejected(message));
-                    self.gate.login_settled();
-                    return;
+                    if !std::mem::replace(&mut settled, true) {
+                        self.gate.login_settled();
+                    }
+                    if retry.is_none() {
+                        // A final error the guard will not retry (settings the client cannot use).
+                        return;
+                    }
                 }
                 Err(e) => {
                     let delay = backoff.next_delay(Some(&e)).unwrap_or(Duration::from_secs(60));
@@ -383,7 +402,9 @@ impl CredentialTask {
         // Running only once its networks are claimed: a site entry waiting for it then sees
         // them, and the start-up gate counts them before it counts the login settled.
         self.set_state(CredentialState::Running);
-        self.gate.login_settled();
+        if !settled {
+            self.gate.login_settled();
+        }
     }
 
     /// Resolves when the first `count` entries (the `networks:` entries) have logged in or been

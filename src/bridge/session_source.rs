@@ -102,6 +102,14 @@ impl SessionSource {
         }
     }
 
+    /// How long until the next login may start, when it must wait (after a rejection or a lock).
+    pub fn next_login_in(&self) -> Option<std::time::Duration> {
+        match self {
+            SessionSource::Network(m) => m.next_login_in(),
+            SessionSource::User { manager, .. } => manager.next_login_in(),
+        }
+    }
+
     /// Logs in: the network sessions, or the user session, and the networks they open.
     pub async fn open(&self) -> Result<Opened, CloudError> {
         match self {

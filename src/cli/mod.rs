@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-/// Exit code of a bad configuration or of credentials all rejected for good.
+/// Exit code of a bad configuration.
 const EXIT_CONFIG: u8 = 2;
 
 /// `-c FILE` of `run` and `check`.
@@ -87,6 +87,16 @@ pub fn init_logging(level: &str, json: bool) {
     let ansi = colour_wanted(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    if json {
+        // A panic's message goes out as one JSON line too, so a log collector keeps it whole.
+        std::panic::set_hook(Box::new(|info| tracing::error!(panic = %info, "panic")));
+    }
+}
+
+/// Whether the environment asks for JSON logs (`CASAMBI2MQTT_LOG__FORMAT=json`, as the
+/// container image sets): what an error found before the configuration is loaded goes by.
+fn json_from_env() -> bool {
+    std::env::var("CASAMBI2MQTT_LOG__FORMAT").is_ok_and(|v| v.trim().eq_ignore_ascii_case("json"))
 }
 
 /// Whether log lines get colour: on a terminal, unless `NO_COLOR` has a value.
@@ -112,24 +122,39 @@ fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
     })
 }
 
+/// [`load`] for `run`, whose output a log collector may read: with JSON logs asked for by the
+/// environment, a configuration error is one JSON line as well.
+fn load_for_run(args: &ConfigArgs) -> Result<Config, ExitCode> {
+    if !json_from_env() {
+        return load(args);
+    }
+    config::load_from_process_env(args.config.as_deref()).map_err(|e: ConfigError| {
+        init_logging("info", true);
+        tracing::error!(error = %e, "configuration error");
+        ExitCode::from(EXIT_CONFIG)
+    })
+}
+
 fn init_from(config: &Config) {
     init_logging(&config.log.level, config.log.format == LogFormat::Json);
 }
 
 /// `casambi2mqtt run`.
 pub async fn run(args: ConfigArgs) -> ExitCode {
-    let config = match load(&args) {
+    let config = match load_for_run(&args) {
         Ok(c) => c,
         Err(code) => return code,
     };
     init_from(&config);
-    run_config(config).await
+    let json = config.log.format == LogFormat::Json;
+    run_config(config, json).await
 }
 
 /// Runs the bridge with a loaded configuration until a signal; maps the outcome to an exit code.
-async fn run_config(config: Config) -> ExitCode {
+/// `json`: the logs are JSON lines, so errors go out only as log lines.
+async fn run_config(config: Config, json: bool) -> ExitCode {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "casambi2mqtt starting");
-    exit_code(app::run(config, on_signal(), None).await)
+    exit_code(app::run(config, on_signal(), None).await, json)
 }
 
 /// A token cancelled on SIGINT or SIGTERM.
@@ -146,21 +171,16 @@ fn on_signal() -> CancellationToken {
     shutdown
 }
 
-/// The exit code of a run's outcome, with its errors printed.
-fn exit_code(outcome: Result<Outcome, app::AppError>) -> ExitCode {
+/// The exit code of a run's outcome, with its error logged (and, unless the logs are JSON
+/// lines, printed as a plain last line too).
+fn exit_code(outcome: Result<Outcome, app::AppError>, json: bool) -> ExitCode {
     match outcome {
         Ok(Outcome::Stopped) => ExitCode::SUCCESS,
-        Ok(Outcome::AllRejected(reasons)) => {
-            for r in reasons {
-                tracing::error!(reason = %r, "credentials rejected");
-                eprintln!("error: {r}");
-            }
-            eprintln!("error: every credentials entry was rejected; nothing to bridge");
-            ExitCode::from(EXIT_CONFIG)
-        }
         Err(e) => {
             tracing::error!(error = %e, "fatal");
-            eprintln!("error: {e}");
+            if !json {
+                eprintln!("error: {e}");
+            }
             ExitCode::from(1)
         }
     }
@@ -281,7 +301,7 @@ async fn demo_inner(args: DemoArgs) -> anyhow::Result<ExitCode> {
             Err(app::AppError::Http { addr, source }) if addr == DEMO_HEALTH => {
                 tracing::info!(%addr, error = %source, "the default health address is taken; using a free port");
             }
-            outcome => return Ok(exit_code(outcome)),
+            outcome => return Ok(exit_code(outcome, false)),
         }
     }
     anyhow::bail!("no address for the HTTP listener")

@@ -8,7 +8,8 @@
 //!   of the same network are coalesced (callers pass the generation they saw; if a renewal already
 //!   happened since, they get the new session without another login);
 //! - logins never trip the service's lockout (three failures lock for a minute): at most two
-//!   failed logins per credentials per rolling minute ([`LoginGuard`]); a 401 is final; a 403
+//!   failed logins per credentials per rolling minute ([`LoginGuard`]); after a 401 the next
+//!   attempt waits out the lock window, and each further one waits twice as long; a 403
 //!   waits out the lock, and if it persists is reported as "API not enabled or login locked" with
 //!   a long backoff; 429 / 5xx / transport errors are retried with backoff.
 //!
@@ -137,6 +138,12 @@ impl SessionManager {
         Ok(Opened { sessions, inaccessible })
     }
 
+    /// How long until the next login may start, when it must wait (after a rejection or a
+    /// lock); `None` while a login runs.
+    pub fn next_login_in(&self) -> Option<std::time::Duration> {
+        self.gate.try_lock().ok().and_then(|g| g.wait_at(Instant::now()))
+    }
+
     /// The current session of a network, if one is open.
     pub fn current(&self, network_id: &str) -> Option<NetworkSession> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner).get(network_id).cloned()
@@ -213,6 +220,11 @@ impl UserSessionManager {
     /// The e-mail of the credentials (fine to log).
     pub fn email(&self) -> &str {
         &self.creds.email
+    }
+
+    /// How long until the next login may start; see [`SessionManager::next_login_in`].
+    pub fn next_login_in(&self) -> Option<std::time::Duration> {
+        self.gate.try_lock().ok().and_then(|g| g.wait_at(Instant::now()))
     }
 
     /// The current user session, if any.

@@ -150,7 +150,13 @@ struct Inner {
     known: Mutex<Known>,
     queues: Mutex<HashMap<QueueKey, Queue>>,
     rejections: mpsc::Sender<Rejection>,
+    /// Cancelled at shutdown ([`CommandDispatcher::abandon_pending`]): a command waiting for its
+    /// wire is refused instead of waiting on.
+    closing: CancellationToken,
 }
+
+/// Why commands are refused at shutdown.
+pub const SHUTTING_DOWN: &str = "the bridge is shutting down";
 
 /// Applies commands from MQTT to the cloud. Cheap to clone; all clones share the queues.
 #[derive(Clone)]
@@ -216,6 +222,7 @@ impl CommandDispatcher {
             known: Mutex::new(Known::default()),
             queues: Mutex::new(HashMap::new()),
             rejections: tx,
+            closing: CancellationToken::new(),
         };
         (CommandDispatcher { inner: Arc::new(inner) }, rx)
     }
@@ -278,6 +285,24 @@ impl CommandDispatcher {
             tokio::spawn(worker(self.inner.clone(), queue_key));
         }
         Ok(())
+    }
+
+    /// For a shutdown: refuses every command still waiting in a queue with [`SHUTTING_DOWN`]
+    /// (on `<base>/bridge/error`), and makes one waiting for its wire give up the same way, so
+    /// none is dropped without a word. Returns how many queued commands were refused.
+    pub fn abandon_pending(&self) -> usize {
+        self.inner.closing.cancel();
+        let abandoned: Vec<(String, Queued)> = {
+            let mut queues = lock(&self.inner.queues);
+            queues
+                .iter_mut()
+                .flat_map(|((network, _), queue)| queue.pending.drain(..).map(|q| (network.clone(), q)))
+                .collect()
+        };
+        for (network, item) in &abandoned {
+            reject(&self.inner, &item.topic, Some(network), SHUTTING_DOWN);
+        }
+        abandoned.len()
     }
 
     /// Serves a stream of requests until it ends or `shutdown` (the MQTT side's command channel
@@ -345,6 +370,10 @@ async fn worker(inner: Arc<Inner>, key: QueueKey) {
                     reject(&inner, &item.topic, Some(&key.0), &e.to_string());
                     break;
                 }
+                Err(Failure::WireDown(_)) if inner.closing.is_cancelled() => {
+                    reject(&inner, &item.topic, Some(&key.0), SHUTTING_DOWN);
+                    break;
+                }
                 Err(Failure::WireDown(last)) => {
                     let waited = item.arrived.elapsed();
                     if waited >= inner.config.wire_retry {
@@ -355,7 +384,10 @@ async fn worker(inner: Arc<Inner>, key: QueueKey) {
                         break;
                     }
                     tracing::debug!(network = %key.0, reason = %last, "wire down; retrying command");
-                    sleep(inner.config.retry_interval.min(inner.config.wire_retry - waited)).await;
+                    tokio::select! {
+                        _ = sleep(inner.config.retry_interval.min(inner.config.wire_retry - waited)) => {}
+                        _ = inner.closing.cancelled() => {}
+                    }
                     item = absorb(&inner, &key, item);
                 }
             }

@@ -303,3 +303,19 @@ async fn every_message_of_a_group_on_goes_out_in_order() {
     assert_eq!((&sent[0]["ids"], &sent[0]["targetControls"]["Dimmer"]["value"]), (&json!([1]), &json!(0.8)));
     assert_eq!((&sent[1]["ids"], &sent[1]["targetControls"]["OnOff"]["value"]), (&json!([2]), &json!(1.0)));
 }
+
+#[tokio::test]
+async fn at_shutdown_queued_commands_and_one_waiting_for_its_wire_are_refused() {
+    let long =
+        DispatchConfig { wire_retry: Duration::from_secs(30), retry_interval: Duration::from_secs(10), ..config() };
+    let mut f = fake(long, Arc::new(|_| Err(wire_down())));
+    f.dispatcher.submit(request("OFF")).unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    f.dispatcher.submit(request("ON")).unwrap();
+    assert_eq!(f.dispatcher.abandon_pending(), 1, "ON was queued behind OFF");
+    for _ in 0..2 {
+        let r = tokio::time::timeout(Duration::from_millis(500), f.rejections.recv()).await.unwrap().unwrap();
+        assert_eq!((r.topic.as_str(), r.reason.as_str()), (TOPIC, SHUTTING_DOWN));
+    }
+    assert!(lock(&f.sent).is_empty());
+}

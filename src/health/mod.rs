@@ -36,9 +36,19 @@ pub struct NetworkHealth {
 }
 
 /// What the health endpoints report; shared by the bridge's parts.
-/// What the bridge expects, read at report time: the networks it supervises (id, name) and how
-/// many credentials entries are still logging in.
-pub type Expected = Box<dyn Fn() -> (Vec<(String, String)>, usize) + Send + Sync>;
+/// What the bridge expects, read at report time ([`Expectation`]).
+pub type Expected = Box<dyn Fn() -> Expectation + Send + Sync>;
+
+/// The bridge's side of a health report.
+#[derive(Debug, Clone, Default)]
+pub struct Expectation {
+    /// The networks it supervises (id, name).
+    pub networks: Vec<(String, String)>,
+    /// How many credentials entries are still logging in.
+    pub logging_in: usize,
+    /// Why each credentials entry the service rejects is rejected (no secrets).
+    pub rejected: Vec<String>,
+}
 
 #[derive(Default)]
 pub struct HealthState {
@@ -167,10 +177,11 @@ impl HealthState {
             reasons.push("MQTT is not connected".to_string());
         }
         if let Some(expected) = lock(&self.expected).as_ref() {
-            let (wanted, logging_in) = expected();
+            let Expectation { networks: wanted, logging_in, rejected } = expected();
             if logging_in > 0 {
                 reasons.push(format!("{logging_in} credentials entries still logging in"));
             }
+            reasons.extend(rejected.into_iter().map(|why| format!("login rejected: {why}")));
             for (id, name) in wanted {
                 if !networks.contains_key(&id) {
                     reasons.push(format!("network {name} ({id}) is starting: no snapshot yet"));

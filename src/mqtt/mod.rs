@@ -82,11 +82,20 @@ pub async fn run_with(
     let will = Will { topic: layout.bridge_state(), payload: "offline".into() };
     let (client, events, mut task) =
         Client::start(&config.mqtt, &config.mqtt.client_id, Some(will), config.mqtt.inflight())?;
+    // The event loop stops when the last client handle goes: this one keeps it running until it
+    // has sent the publisher's last words (`offline`, then DISCONNECT) and ended by itself.
+    // Without a connection there is nobody to say them to.
+    let last_words = client.clone();
     let publisher = publisher::Publisher::new(config.clone(), client, commands, tuning.clone());
-    publisher.run(updates, events, shutdown).await;
+    if !publisher.run(updates, events, shutdown).await {
+        drop(last_words);
+        task.abort();
+        return Ok(());
+    }
     if tokio::time::timeout(tuning.shutdown_grace, &mut task).await.is_err() {
         tracing::warn!("the MQTT event loop did not stop in time");
         task.abort();
     }
+    drop(last_words);
     Ok(())
 }

@@ -149,13 +149,13 @@ impl Publisher {
     }
 
     /// Runs until `shutdown` or until the update stream ends; then publishes `offline` and
-    /// disconnects.
+    /// disconnects. Returns whether it was connected then (whether those went anywhere).
     pub(crate) async fn run(
         mut self,
         mut updates: mpsc::Receiver<Update>,
         mut events: Events,
         shutdown: tokio_util::sync::CancellationToken,
-    ) {
+    ) -> bool {
         loop {
             let birth = self.birth_at;
             tokio::select! {
@@ -192,6 +192,7 @@ impl Publisher {
         // The last member changes taken in still owe their groups' JSON.
         self.render_groups().await;
         self.stop().await;
+        self.connected
     }
 
     async fn stop(&mut self) {

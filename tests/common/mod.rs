@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod logs;
+pub mod process;
 pub mod tls;
 
 use casambi2mqtt::bridge::photos::NetPhoto;

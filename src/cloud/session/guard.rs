@@ -52,6 +52,9 @@ pub struct LoginPolicy {
     pub not_enabled_backoff: Duration,
     /// Cap of the wait after repeated "API not enabled" reports.
     pub not_enabled_max: Duration,
+    /// Cap of the wait between attempts with credentials the service rejected (401). The first
+    /// wait is `lockout_wait`; it doubles on every further rejection up to this.
+    pub rejected_max: Duration,
     /// Retry schedule for 429 / 5xx / transport errors during login.
     pub transient: BackoffPolicy,
 }
@@ -65,6 +68,7 @@ impl Default for LoginPolicy {
             locked_attempts: 2,
             not_enabled_backoff: Duration::from_secs(600),
             not_enabled_max: Duration::from_secs(3600),
+            rejected_max: Duration::from_secs(3600),
             transient: BackoffPolicy::default(),
         }
     }
@@ -87,8 +91,10 @@ pub enum AfterLogin {
 ///
 /// Every attempt is counted as a failure *before* it is sent and un-counted when it succeeds (or
 /// the server clearly did not judge the credentials: 429 and 5xx), so a cancelled or timed-out
-/// attempt can never let a third failure slip through. A 401 is final: the guard refuses every
-/// later attempt with the same error.
+/// attempt can never let a third failure slip through. A 401 is not tried again before the lock
+/// window has passed, then ever more slowly (`lockout_wait`, doubling up to `rejected_max`): the
+/// credentials may be fixed at the service while the bridge runs, and a bridge that waits never
+/// makes a supervisor restart it into a login storm. A configuration error is final.
 #[derive(Debug)]
 pub struct LoginGuard {
     policy: LoginPolicy,
@@ -97,6 +103,7 @@ pub struct LoginGuard {
     not_before: Option<Instant>,
     consecutive_locked: u32,
     not_enabled_reports: u32,
+    rejected_reports: u32,
     final_error: Option<CloudError>,
 }
 
@@ -110,6 +117,7 @@ impl LoginGuard {
             not_before: None,
             consecutive_locked: 0,
             not_enabled_reports: 0,
+            rejected_reports: 0,
             final_error: None,
         }
     }
@@ -119,8 +127,14 @@ impl LoginGuard {
         &self.policy
     }
 
+    /// How long from `now` until the next attempt may start, when it must wait (after a 401 or
+    /// a 403); for telling the operator.
+    pub fn wait_at(&self, now: Instant) -> Option<Duration> {
+        self.not_before.map(|t| t.saturating_duration_since(now)).filter(|d| !d.is_zero())
+    }
+
     /// Whether an attempt may start at `now`: `Ok(None)` = go, `Ok(Some(d))` = wait `d` first,
-    /// `Err` = never (a final error such as a 401).
+    /// `Err` = never (a final error: settings the client cannot use).
     pub fn check(&mut self, now: Instant) -> Result<Option<Duration>, CloudError> {
         if let Some(err) = &self.final_error {
             return Err(err.clone());
@@ -159,6 +173,7 @@ impl LoginGuard {
                 uncount(&mut self.failures);
                 self.consecutive_locked = 0;
                 self.not_enabled_reports = 0;
+                self.rejected_reports = 0;
                 self.not_before = None;
                 return AfterLogin::Success;
             }
@@ -169,8 +184,15 @@ impl LoginGuard {
             *last = now;
         }
         match &err {
-            CloudError::ApiKeyRejected | CloudError::UserNotFound { .. } | CloudError::Config(_) => {
+            CloudError::Config(_) => {
                 self.final_error = Some(err.clone());
+                AfterLogin::Fail(err)
+            }
+            CloudError::ApiKeyRejected | CloudError::UserNotFound { .. } => {
+                let factor = 2u32.saturating_pow(self.rejected_reports.min(16));
+                let wait = self.policy.lockout_wait.saturating_mul(factor).min(self.policy.rejected_max);
+                self.rejected_reports += 1;
+                self.not_before = Some(now + wait);
                 AfterLogin::Fail(err)
             }
             CloudError::LoginLocked => {
@@ -297,14 +319,41 @@ mod tests {
     }
 
     #[test]
-    fn a_401_is_final() {
+    fn a_401_waits_out_the_lock_window_then_ever_longer() {
         let t0 = Instant::now();
+        let s = Duration::from_secs;
         let mut g = LoginGuard::new(policy());
         assert_eq!(attempt(&mut g, t0, Err(user_not_found())), AfterLogin::Fail(user_not_found()));
-        assert_eq!(g.check(t0 + Duration::from_secs(3600)), Err(user_not_found()));
+        assert_eq!(g.check(t0), Ok(Some(s(65))));
+        // Each further rejection doubles the wait, up to an hour.
+        let mut now = t0;
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            let wait = g.check(now).unwrap().unwrap();
+            waits.push(wait.as_secs());
+            now += wait;
+            assert_eq!(g.check(now), Ok(None));
+            assert_eq!(
+                attempt(&mut g, now, Err(CloudError::ApiKeyRejected)),
+                AfterLogin::Fail(CloudError::ApiKeyRejected)
+            );
+        }
+        assert_eq!(waits, [65, 130, 260, 520, 1040, 2080, 3600, 3600]);
+        // Credentials fixed at the service: a success clears it all.
+        now += g.check(now).unwrap().unwrap();
+        assert_eq!(attempt(&mut g, now, Ok(())), AfterLogin::Success);
+        assert_eq!(g.check(now), Ok(None));
+        assert_eq!(attempt(&mut g, now, Err(user_not_found())), AfterLogin::Fail(user_not_found()));
+        assert_eq!(g.check(now), Ok(Some(s(65))));
+    }
+
+    #[test]
+    fn a_configuration_error_is_final() {
+        let t0 = Instant::now();
         let mut g = LoginGuard::new(policy());
-        assert_eq!(attempt(&mut g, t0, Err(CloudError::ApiKeyRejected)), AfterLogin::Fail(CloudError::ApiKeyRejected));
-        assert_eq!(g.check(t0), Err(CloudError::ApiKeyRejected));
+        let bad = CloudError::Config("bad header".into());
+        assert_eq!(attempt(&mut g, t0, Err(bad.clone())), AfterLogin::Fail(bad.clone()));
+        assert_eq!(g.check(t0 + Duration::from_secs(3600)), Err(bad));
     }
 
     #[test]

@@ -90,6 +90,7 @@ fn fast_policy() -> LoginPolicy {
         locked_attempts: 2,
         not_enabled_backoff: Duration::from_millis(50),
         not_enabled_max: Duration::from_millis(200),
+        rejected_max: Duration::from_millis(300),
         transient: BackoffPolicy {
             min_delay: Duration::from_millis(5),
             max_delay: Duration::from_millis(20),
@@ -177,17 +178,23 @@ async fn concurrent_renewals_coalesce_into_one_login() {
 }
 
 #[tokio::test]
-async fn a_401_on_login_is_final_and_named() {
+async fn a_401_on_login_is_named_and_tried_again_only_after_the_lock_window() {
     let mock = Shared::default();
-    mock.lock().unwrap().plan = VecDeque::from([401]);
+    mock.lock().unwrap().plan = VecDeque::from([401, 401]);
     let m = manager(&mock, &["n1"], "demo").await;
     let err = m.open().await.unwrap_err();
     assert_eq!(err, CloudError::UserNotFound { email: "demo@example.com".into() });
     assert_eq!(err.to_string(), "user not found / wrong password for demo@example.com");
-    // Never tried again.
-    assert_eq!(m.open().await.unwrap_err(), err);
-    assert_eq!(m.renew("n1", 0).await.unwrap_err(), err);
     assert_eq!(paths(&mock).len(), 1);
+    // The next attempt waits the lock window (150 ms here), the one after twice that.
+    let start = std::time::Instant::now();
+    assert_eq!(m.renew("n1", 0).await.unwrap_err(), err);
+    let first = start.elapsed();
+    assert!(m.open().await.is_ok(), "credentials fixed at the service are taken");
+    let second = start.elapsed() - first;
+    assert!(first >= Duration::from_millis(150), "{first:?}");
+    assert!(second >= Duration::from_millis(300), "{second:?}");
+    assert_eq!(paths(&mock).len(), 3);
 }
 
 #[tokio::test]
