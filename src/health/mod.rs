@@ -154,7 +154,7 @@ impl HealthState {
     /// credentials entries still logging in.
     pub fn to_come(&self) -> (usize, usize) {
         let Some(expected) = lock(&self.expected).as_ref().map(|e| e()) else { return (0, 0) };
-        let (wanted, logging_in) = expected;
+        let Expectation { networks: wanted, logging_in, .. } = expected;
         let networks = lock(&self.networks);
         (wanted.iter().filter(|(id, _)| !networks.contains_key(id)).count(), logging_in)
     }
