@@ -12,6 +12,13 @@
 //! rejected credentials, an unreachable network) are published on `bridge/error` once connected,
 //! with the time they were raised.
 
+mod connection;
+mod inbox;
+mod notices;
+mod send;
+
+use send::{Batch, publications};
+
 use super::client::{Client, ClientEvent, Events, Message};
 use super::command_intake::{self as intake, Intake, ResolvedCommand};
 use super::devices;
@@ -193,151 +200,6 @@ impl Publisher {
         self.render_groups().await;
         self.stop().await;
         self.connected
-    }
-
-    async fn stop(&mut self) {
-        let state = self.renderer.layout.bridge_state();
-        let grace = self.tuning.shutdown_grace;
-        let client = self.client.clone();
-        let done = tokio::time::timeout(grace, async move {
-            let _ = client.publish(state, "offline", true).await;
-            let _ = client.disconnect().await;
-        })
-        .await;
-        if done.is_err() {
-            tracing::warn!("MQTT shutdown timed out");
-        }
-    }
-
-    /// `<base>/bridge/info`.
-    fn info(&self) -> Value {
-        let networks: Vec<Value> = self
-            .nets
-            .values()
-            .map(|mirror| {
-                json!({"id": mirror.view.status.id, "name": mirror.view.status.name, "slug": mirror.slug,
-                       "connection": mirror.view.status.connection.as_str()})
-            })
-            .collect();
-        json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "mqtt_protocol": self.client.protocol_name(),
-            "networks": networks,
-            "started_at": self.started_at.to_rfc3339_opts(SecondsFormat::Secs, true),
-        })
-    }
-
-    async fn on_connected(&mut self) {
-        let protocol = self.client.protocol_name().unwrap_or_default();
-        tracing::info!(url = %super::broker_url::redact_url(&self.config.mqtt.url), protocol, "connected to the MQTT broker");
-        self.connected = true;
-        if let Some(spoken) = self.client.protocol() {
-            // The scans speak what the broker took, without asking it again.
-            self.sweeper.speak(spoken);
-        }
-        // The bridge's subscriptions are QoS 0 whatever `mqtt.qos` says. Its sessions are clean,
-        // so a higher QoS would keep nothing across a reconnection, and every delivery would
-        // cost an acknowledgement: a packet the broker never answers, behind which Nagle's
-        // algorithm (on at QoS 1, `MqttSettings::nodelay`) holds the command's new state for a
-        // delayed acknowledgement's time. Commands keep their retain flag (MQTT 5), so one
-        // published retained is ignored at once, not only when it is replayed on the next
-        // connection.
-        if self.client.subscribe_with(&self.renderer.layout.command_filters(), 0, true).await.is_err() {
-            tracing::warn!("could not subscribe to the command topics");
-        }
-        if self.config.homeassistant.enabled
-            && self
-                .client
-                .subscribe_with(std::slice::from_ref(&self.config.homeassistant.status_topic), 0, false)
-                .await
-                .is_err()
-        {
-            tracing::warn!("could not subscribe to the Home Assistant status topic");
-        }
-        let ops = self.store.resync();
-        self.send(ops, Batch::Snapshot).await;
-        self.republish().await;
-        self.sweeper.connected();
-        while let Some(error) = self.held_errors.pop_front() {
-            self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
-        }
-    }
-
-    /// Publishes every wanted topic again (a new connection, HA's birth): the bridge's, then
-    /// network by network, [`OWNERS_PER_SEND`] owners at a time, each rendered from the mirror
-    /// (the store keeps no payloads) and sent before the next are rendered.
-    async fn republish(&mut self) {
-        let bridge = self.renderer.bridge(&self.info());
-        self.send(publications(bridge), Batch::Snapshot).await;
-        let ids: Vec<String> = self.nets.keys().cloned().collect();
-        for id in ids {
-            let Some(owners) = self.nets.get(&id).map(NetMirror::owners) else { continue };
-            for chunk in owners.chunks(OWNERS_PER_SEND) {
-                let Some(mirror) = self.nets.get(&id) else { break };
-                let topics = chunk.iter().flat_map(|o| self.renderer.owner(mirror, o)).collect();
-                self.send(publications(topics), Batch::Snapshot).await;
-            }
-        }
-    }
-
-    /// Publishes a `bridge/error` payload, or holds it until the next connection.
-    async fn publish_error(&mut self, payload: Value) {
-        if self.connected {
-            self.publish_transient(&self.renderer.layout.bridge_error(), payload).await;
-            return;
-        }
-        if self.held_errors.len() == HELD_ERRORS {
-            self.held_errors.pop_front();
-        }
-        self.held_errors.push_back(payload);
-    }
-
-    /// Refuses a command the dispatcher never gets: logged and on `bridge/error`, like the
-    /// dispatcher's own refusals.
-    async fn refuse(&mut self, topic: &str, reason: &str) {
-        tracing::warn!(%topic, reason, "command rejected");
-        let error = serde_json::json!({"topic": topic, "reason": reason});
-        self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
-    }
-
-    async fn on_message(&mut self, msg: Message) {
-        if self.config.homeassistant.enabled && msg.topic == self.config.homeassistant.status_topic {
-            // A retained birth arrives with every subscription; the connection's own resync
-            // already covers it.
-            if msg.payload == b"online" && !msg.retain {
-                let (lo, hi) =
-                    (self.tuning.birth_delay_min, self.tuning.birth_delay_max.max(self.tuning.birth_delay_min));
-                let delay = rand::rng().random_range(lo..=hi);
-                tracing::debug!(?delay, "Home Assistant came online");
-                self.birth_at = Some(Instant::now() + delay);
-            }
-            return;
-        }
-        match intake::classify(&self.renderer.layout, &msg) {
-            Intake::Forward(message) => match intake::resolve(&self.renderer.layout, &self.nets, &message.topic) {
-                Some((network, target)) => {
-                    if target == crate::commands::Target::Reload {
-                        // Everything is published again at once, as after Home Assistant's
-                        // birth; what the networks' new fetch changes follows as it arrives.
-                        self.birth_at = Some(Instant::now());
-                    }
-                    let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
-                        Ok(()) => return,
-                        Err(mpsc::error::TrySendError::Full(_)) => "too many commands waiting; command dropped",
-                        Err(mpsc::error::TrySendError::Closed(_)) => "the bridge is stopping; command dropped",
-                    };
-                    self.refuse(&msg.topic, reason).await;
-                }
-                None => self.refuse(&msg.topic, "no network, unit, group or scene has this command topic").await,
-            },
-            Intake::Retained => {
-                tracing::warn!(topic = %msg.topic, "ignoring a retained command (a replay); clearing it from the broker");
-                if self.connected {
-                    let _ = self.client.publish(msg.topic.as_str(), "", true).await;
-                }
-            }
-            Intake::Empty | Intake::NotCommand => {}
-        }
     }
 
     async fn on_update(&mut self, update: Update) {
@@ -553,140 +415,12 @@ impl Publisher {
             .filter(|d| d.mode == DiscoveryMode::Device)
             .map(|d| format!("{}/device/", d.prefix))
     }
-
-    async fn publish_event(&mut self, network: &str, unit: u32, event: UnitEvent, at: DateTime<Utc>) {
-        let Some(slug) = self
-            .nets
-            .get(network)
-            .and_then(|mirror| mirror.unit_slugs.get(&unit).map(|s| (mirror.slug.clone(), s.to_string())))
-        else {
-            tracing::debug!(%network, unit, "event of an unknown unit");
-            return;
-        };
-        let time = at.to_rfc3339_opts(SecondsFormat::Millis, true);
-        let payload = match event {
-            UnitEvent::Occupancy(v) => json!({"type": "occupancy", "value": v, "unit": unit, "time": time}),
-            UnitEvent::Switch(controls) => json!({
-                "type": "switch",
-                "unit": unit,
-                "controls": controls.iter().map(Control::to_value).collect::<Vec<_>>(),
-                "time": time,
-            }),
-        };
-        let topic = self.renderer.layout.unit_leaf(&slug.0, &slug.1, "event");
-        self.publish_transient(&topic, payload).await;
-    }
-
-    /// Publishes a non-retained message (dropped while disconnected: it would be stale later).
-    async fn publish_transient(&self, topic: &str, payload: Value) {
-        if !self.connected {
-            tracing::debug!(%topic, "not connected; event dropped");
-            return;
-        }
-        if self.client.publish(topic, payload.to_string(), false).await.is_err() {
-            tracing::debug!(%topic, "event not sent: the MQTT client has stopped");
-        }
-    }
-
-    /// Sends `ops` when connected; while disconnected they are dropped (the store keeps the
-    /// wanted state and the next connection republishes it).
-    async fn send(&mut self, ops: Vec<Op>, batch: Batch) {
-        if !self.connected {
-            return;
-        }
-        let qos = self.qos_of(batch);
-        let device_prefix = self.device_prefix();
-        for op in ops {
-            // The op's strings move into the client; the store keeps the topic's fingerprint and
-            // the payload's print.
-            let receipt = op.receipt();
-            let sent = match op {
-                Op::Publish { topic, payload, .. } if let Some(bytes) = self.photo_bytes(&payload) => {
-                    self.client.publish_bytes_at(topic, bytes, true, qos).await
-                }
-                Op::Publish { topic, payload, previous, .. } => {
-                    // HA needs a device config with a removed component cut down to its
-                    // platform before the config without it.
-                    if let (Some(prefix), Some(prev)) = (&device_prefix, &previous)
-                        && topic.starts_with(prefix.as_str())
-                        && let Some(step) = discovery::removal_step(prev, &payload)
-                    {
-                        let _ = self.client.publish_at(topic.clone(), step, true, qos).await;
-                    }
-                    self.client.publish_at(topic, payload, true, qos).await
-                }
-                Op::Clear { topic } => self.client.publish_at(topic, "", true, qos).await,
-            };
-            if sent.is_err() {
-                tracing::debug!("publish not sent: the MQTT client has stopped");
-                return;
-            }
-            self.store.record(receipt);
-        }
-    }
-
-    /// The PNG file a photo's stand-in payload names ([`super::photos`]).
-    fn photo_bytes(&self, payload: &str) -> Option<bytes::Bytes> {
-        let photo = PhotoRef::parse(payload)?;
-        self.nets.get(photo.network)?.photos.bytes(&photo)
-    }
-
-    /// Judges a retained message a scan found: it is cleared when its network has loaded and
-    /// nothing wants it; a message of a network that has not loaded is let go (its scope noted,
-    /// so that the network is scanned again once it loads).
-    async fn judge_scanned(&mut self, msg: Message) {
-        let prefix = self.config.homeassistant.enabled.then_some(self.config.homeassistant.discovery_prefix.as_str());
-        let Some(scope) = gc::scope_of(&msg, &self.renderer.layout, prefix) else { return };
-        let decidable =
-            scope == Scope::Bridge || self.scopes.get_or_insert_with(|| gc::loaded_scopes(&self.nets)).contains(&scope);
-        if !decidable {
-            self.sweeper.undecided(scope);
-            return;
-        }
-        let check = self.stale_check.get_or_insert_with(StaleCheck::default);
-        if !self.store.is_stale(check, &msg.topic) {
-            return;
-        }
-        if !self.connected {
-            self.sweeper.retry();
-            return;
-        }
-        tracing::debug!(topic = %msg.topic, "clearing stale retained topic");
-        let qos = self.qos_of(Batch::Snapshot);
-        if self.client.publish_at(msg.topic, "", true, qos).await.is_ok() {
-            self.sweeper.cleared();
-        }
-    }
-
-    /// The QoS `batch` is published at.
-    fn qos_of(&self, batch: Batch) -> u8 {
-        match batch {
-            Batch::Change => self.config.mqtt.qos,
-            Batch::Snapshot => self.config.mqtt.snapshot_qos,
-        }
-    }
-}
-
-/// What a batch of operations is, which decides its QoS.
-#[derive(Debug, Clone, Copy)]
-enum Batch {
-    /// A change seen on the cloud (a unit, a network's status, the bridge's info): `mqtt.qos`,
-    /// so subscribers that rely on QoS 1 or 2 for changes get them so.
-    Change,
-    /// Every topic of a network or of the whole site, sent again (start-up, reconnection, Home
-    /// Assistant's birth, a network reloaded): `mqtt.snapshot_qos`.
-    Snapshot,
 }
 
 /// Whether something stale since `since` is to be rendered now: no update is waiting, or it has
 /// waited `delay`.
 fn due(since: Option<Instant>, updates: &mpsc::Receiver<Update>, delay: Duration) -> bool {
     since.is_some_and(|since| updates.is_empty() || since.elapsed() >= delay)
-}
-
-/// Publications of every topic in `topics`.
-fn publications(topics: Topics) -> Vec<Op> {
-    topics.into_iter().map(|(topic, payload)| Op::publish(topic, payload, None)).collect()
 }
 
 #[cfg(test)]
