@@ -193,7 +193,9 @@ pub fn check_discovery_files(files: &[&Path]) -> Value {
 pub fn retained_configs(port: u16) -> BTreeMap<String, String> {
     let out = Command::new("mosquitto_sub")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-t", "homeassistant/#", "-t", "+/bridge/state"])
-        .args(["--retained-only", "-v", "-W", "1"])
+        // The broker sends the retained set in one burst, but a busy machine may stretch it past
+        // a second; a read cut short would count too few entities.
+        .args(["--retained-only", "-v", "-W", "3"])
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("cannot run mosquitto_sub (Debian: mosquitto-clients): {e}"));
