@@ -339,8 +339,8 @@ fn web_state(
 mod tests {
     use std::time::{Duration, Instant};
 
-    /// Waits on the bridge's runtime for a wake-up sent by another thread ~0.2 ms later, after a
-    /// frame was noted in a batcher of its own; returns how long the wait took.
+    /// Waits on the bridge's runtime for a wake-up another thread sends within the window, after
+    /// a frame was noted in a batcher of its own; returns how long the wait took.
     fn wait_after_a_frame() -> Duration {
         let runtime = super::runtime().expect("runtime");
         runtime.block_on(async {
@@ -358,9 +358,9 @@ mod tests {
     }
 
     /// The runtime pauses when it runs out of work after a frame, so that what arrives meanwhile
-    /// is taken in one wake-up: the wake-up 0.2 ms later is seen only a window after the frame.
-    /// (Tried three times: had the sender been quicker than the runtime going idle, no pause is
-    /// due, and without the pause every try takes ~0.2 ms.)
+    /// is taken in one wake-up: a wake-up sent within the window is seen only a window after the
+    /// frame. (Tried three times: had the sender been quicker than the runtime going idle, no
+    /// pause is due, and without the pause every try ends as soon as the wake-up is sent.)
     #[test]
     fn the_bridge_runtime_takes_a_burst_in_after_a_window() {
         let waits: Vec<Duration> = (0..3).map(|_| wait_after_a_frame()).collect();

@@ -75,14 +75,14 @@ struct SimArgs {
     print_site: bool,
 }
 
-/// jemalloc instead of the system allocator: a third less CPU at a 25,000-unit start-up, where
-/// 400,000 payloads are rendered and handed on (BENCHMARKS.md, "Allocator").
+/// jemalloc instead of the system allocator: less CPU at a big site's start-up, where hundreds
+/// of thousands of payloads are rendered and handed on (BENCHMARKS.md, "Allocator").
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's options: pages freed are given back to the system at once instead of after ten
-/// seconds, so the start-up's transient payloads do not stay resident (peak RSS 66 MiB instead of
-/// 72 MiB at 100 × 250 units, for no measurable CPU).
+/// seconds, so the start-up's transient payloads do not stay resident and raise the peak
+/// (BENCHMARKS.md, "Allocator").
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static MALLOC_CONF: &[u8] = b"dirty_decay_ms:0,muzzy_decay_ms:0\0";
 

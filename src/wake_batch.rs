@@ -39,8 +39,9 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// How long after a frame the thread may pause unless configured: the most any frame waits for
-/// the batching. 1 ms is invisible for lighting and takes in ~5 events a wake-up at 5,000
-/// events/s; a longer window saves no more CPU.
+/// the batching. It is invisible for lighting and already takes in several events a wake-up
+/// under a stream of changes; a longer window saves no more CPU (BENCHMARKS.md, "Figures
+/// behind constants").
 pub const DEFAULT_WINDOW: Duration = Duration::from_millis(1);
 
 /// The longest window the configuration accepts: beyond a few milliseconds a pause buys no CPU,

@@ -35,9 +35,8 @@ const MAX_PACKET: usize = crate::bridge::photos::MAX_PHOTO_BYTES + 64 * 1024;
 /// [`MAX_PACKET`] in its CONNECT, and the broker sends nothing larger.
 const V3_MAX_INCOMING: usize = 268_435_455 + 5;
 /// Requests queued towards the event loop before `publish` waits. Each holds its topic and
-/// payload (a discovery config ~1.2 KB): at a big site's start-up the queue is always full, so
-/// 1,024 held ~1 MB more than 128 for no throughput (the publisher and the event loop share one
-/// thread).
+/// payload: at a big site's start-up the queue is always full, so a longer one only holds more
+/// memory, for no throughput (the publisher and the event loop share one thread).
 const REQUEST_CAPACITY: usize = 128;
 /// The MQTT 3.1.1 window is rumqttc's default (its slots are allocated up front too).
 const V3_INFLIGHT: u16 = 100;
@@ -351,7 +350,7 @@ impl Client {
 
     /// Publishes `payload` to `topic` at the configured QoS. Waits only while the request queue
     /// is full. Owned strings move into the request without a copy (a big site's start-up hands
-    /// over ~50 MB of them).
+    /// over every topic and payload it renders).
     pub async fn publish(
         &self,
         topic: impl Into<String>,

@@ -6,7 +6,7 @@
 //! discovery configs and to `<base>/#`: the broker then sends it every retained message there.
 //! Each is tied to a scope — the bridge, or a network by id (discovery object ids start with the
 //! network id) or by slug (state topics) — and judged as it arrives, so a scan holds nothing: on a
-//! site of 25,000 units the broker sends ~400,000 messages (~50 MB), nearly all of them wanted.
+//! big site the broker sends hundreds of thousands of messages, nearly all of them wanted.
 //! That is why a scan waits for the networks ([`Sweeper`]): a message of a network without its
 //! first full view cannot be judged (the bridge cannot know yet what it will want, and a network
 //! whose credentials fail keeps its topics), so it is let go and its scope noted; when that network

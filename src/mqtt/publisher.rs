@@ -46,8 +46,8 @@ use tokio::time::Instant;
 /// Problems kept while disconnected; older ones are dropped first.
 pub const HELD_ERRORS: usize = 32;
 /// Owners rendered and handed to the client together when a whole network is published: a
-/// network's operations are never held all at once (250 units are ~4,000 operations and ~1 MB
-/// of topics and payloads), only those of a few owners. The order of the topics is the same.
+/// network's operations are never held all at once (every unit brings many topics and
+/// payloads), only those of a few owners. The order of the topics is the same.
 const OWNERS_PER_SEND: usize = 16;
 
 /// Timings of the publisher; the defaults suit production, tests shorten them.

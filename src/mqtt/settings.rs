@@ -10,15 +10,14 @@ use std::path::PathBuf;
 
 /// Default of `mqtt.max_inflight` (see [`crate::mqtt::MqttSettings::inflight`]): most
 /// unacknowledged QoS 1/2 publications of the publishing connection (MQTT 5; the broker's
-/// Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B; 14 MB at
-/// its default of 65,535). With snapshots at QoS 0 (the default) only changes are acknowledged:
-/// 1,024 covers a 250-unit scene's burst (~1,000 messages) and takes 0.2 MB instead of 1.8 MB.
+/// Receive Maximum can lower it). rumqttc allocates a slot for each up front (~216 B), so its
+/// default of 65,535 is memory spent for nothing. With snapshots at QoS 0 (the default) only
+/// changes are acknowledged, and this covers a 250-unit scene's burst (BENCHMARKS.md, "Figures
+/// behind constants").
 pub const PUBLISHING_INFLIGHT: u16 = 1024;
 /// Default of `mqtt.max_inflight` with `snapshot_qos` 1 or 2. A small window costs CPU there:
 /// once it is full the event loop goes in lock-step, one acknowledgement read for each
-/// publication written (at 25,000 units' start-up, 256 slots took 8.1–8.4 s of bridge CPU,
-/// 8,192 slots 6.0–6.2 s, measured back to back; 1,024 slots 4.80 / 5.74 s against 3.91 /
-/// 5.09 s for 8,192, two pairs of runs).
+/// publication written (BENCHMARKS.md, "Figures behind constants").
 pub const SNAPSHOT_INFLIGHT: u16 = 8192;
 /// Errors in the MQTT-related configuration; each names the key that is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +81,8 @@ pub struct MqttSettings {
     /// QoS of whole-network snapshots: everything published at start-up, after a reconnection
     /// or Home Assistant's birth, and when a network is reloaded (0, 1 or 2; default 0). The
     /// store never waits for acknowledgements and every connection sends the snapshot again, so
-    /// QoS 1 buys nothing on the way to the broker; it costs half of the bridge's and the
-    /// broker's CPU at a big site's start-up (acknowledgements read and written one by one).
+    /// QoS 1 buys nothing on the way to the broker; it costs the bridge and the broker CPU
+    /// at a big site's start-up (acknowledgements read and written one by one).
     /// Changes keep `qos`.
     pub snapshot_qos: u8,
     /// Protocol version: `auto` (default: MQTT 5, else 3.1.1), `v5` or `v3` (3.1.1).
@@ -110,9 +109,8 @@ impl MqttSettings {
     /// longer make a TCP segment each. That holds a packet only while an earlier one is
     /// unacknowledged, and at QoS 1 or 2 the broker answers every publication at once
     /// (PUBACK/PUBREC), its answer carrying the TCP acknowledgement back: under a stream of
-    /// changes the bridge then takes ~20 % less CPU at 5,000 events/s, with the same latency,
-    /// and leaves more of a shared machine to the broker near its ceiling.
-    /// A packet the broker does not answer makes the next
+    /// changes the bridge then takes less CPU with the same latency, and leaves more of a shared
+    /// machine to the broker near its ceiling. A packet the broker does not answer makes the next
     /// one wait for its delayed acknowledgement (~40 ms on Linux): at QoS 0 every change is
     /// such a packet, so QoS 0 sends every packet at once; and the bridge subscribes at QoS 0,
     /// so that it never writes an acknowledgement of a command for its new state to wait behind.
@@ -123,8 +121,7 @@ impl MqttSettings {
     /// A warning for a combination that works but costs every change latency: Nagle's algorithm
     /// (`tcp_nodelay: false`) with changes at QoS 0, where nothing answers a publication and each
     /// one written while another is unacknowledged waits for the broker's delayed
-    /// acknowledgement (median latency 9.5 ms instead of 1 ms at 5,000 events/s,
-    /// `bench_e2e`).
+    /// acknowledgement.
     /// Unset, `tcp_nodelay` never makes this combination.
     pub fn latency_warning(&self) -> Option<&'static str> {
         (!self.nodelay() && self.qos == 0).then_some(

@@ -79,8 +79,8 @@ where
 
 /// The slugs of one kind of thing in one network (units, groups or scenes), by id, kept for
 /// the publisher's life: ids in a sorted list, each with the end of its slug in one shared
-/// string. A big site has 25,000 unit slugs; as a `BTreeMap<u32, String>` each took a map slot
-/// and a heap block (~45 bytes), here 8 bytes and its characters.
+/// string. A big site has tens of thousands of unit slugs; a `BTreeMap<u32, String>` would give
+/// each a map slot and a heap block of its own, here 8 bytes and its characters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Slugs {
     /// `(id, end of its slug in text)`, sorted by id; a slug starts where the one before ends.
@@ -192,8 +192,7 @@ impl Layout {
     }
 
     // Topics are joined with `[..].join("/")`, not `format!`: a state change builds one per
-    // changed part, and the formatting machinery cost ~1,100 instructions per topic (a fifth of
-    // a changed unit's render).
+    // changed part, and the formatting machinery is a large share of a changed unit's render.
 
     /// The base topic.
     pub fn base(&self) -> &str {

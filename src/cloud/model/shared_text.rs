@@ -2,9 +2,9 @@
 //!
 //! A big site's units carry the same few short strings: the unit type (`Luminaire`), the
 //! firmware version, the status (`ok`), the controls' names (`dimmer0`, `temperature`). Held as
-//! a heap block of its own in every unit they would take about 50 bytes a unit (1.2 MB at 25,000
-//! units). Read through [`opt`] they are [`Arc<str>`]s handed out from a small table instead, so
-//! every unit points at the same copy. Taking a string from the table costs about what
+//! a heap block of its own in every unit they would add a few allocations to every unit. Read
+//! through [`opt`] they are [`Arc<str>`]s handed out from a small table instead, so every unit
+//! points at the same copy. Taking a string from the table costs about what
 //! allocating it does; the unit's later drop frees nothing but a count.
 //!
 //! The table is bounded: strings longer than [`MAX_LEN`] are not kept (a unit's name or address is
