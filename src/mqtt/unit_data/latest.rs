@@ -2,8 +2,9 @@
 //! (25,000 at 100 × 250) and each unit logs a handful of keys.
 //!
 //! A unit's keys are a [`KeySet`] shared by every unit of the network that logs the same keys;
-//! its values are [`Slot`]s in the same order, a number or a short text packed in 8 bytes beside
-//! the point's time. Longer texts, which are rare, sit in a list of the unit's own.
+//! its values are [`Slot`]s of 16 bytes in the same order: a number or a short text packed in 8
+//! bytes, and the point's time in milliseconds (the service's resolution, and the data topic's)
+//! with the value's kind. Longer texts, which are rare, sit in a list of the unit's own.
 
 use crate::cloud::datapoints_fetch::{Datapoint, DatapointValue};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -39,12 +40,54 @@ enum Kind {
 /// The longest text kept in a slot's bits.
 const INLINE_TEXT: usize = 8;
 
-/// A key's latest value and time.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A key's latest value and time: the value's bits, and the time in milliseconds since the
+/// epoch (48 bits, signed: ±4,000 years) below the value's kind (the top 16 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Slot {
     bits: u64,
-    time: DateTime<Utc>,
-    kind: Kind,
+    meta: u64,
+}
+
+/// The lowest 48 bits of a slot's `meta`: its time.
+const TIME_BITS: u32 = 48;
+/// The range of a time in a slot.
+const TIME_MAX: i64 = (1 << (TIME_BITS - 1)) - 1;
+
+impl Slot {
+    fn new(bits: u64, kind: Kind, time: DateTime<Utc>) -> Slot {
+        let millis = time.timestamp_millis().clamp(-TIME_MAX, TIME_MAX);
+        let code: u64 = match kind {
+            Kind::PosInt => 0,
+            Kind::NegInt => 1,
+            Kind::Float => 2,
+            Kind::LongText => 3,
+            Kind::ShortText(len) => 16 + u64::from(len),
+        };
+        Slot { bits, meta: (code << TIME_BITS) | (millis as u64 & ((1 << TIME_BITS) - 1)) }
+    }
+
+    fn millis(&self) -> i64 {
+        // Shifted up and back down as a signed number: the sign of the 48-bit time comes back.
+        ((self.meta << (64 - TIME_BITS)) as i64) >> (64 - TIME_BITS)
+    }
+
+    fn time(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(self.millis()).unwrap_or_default()
+    }
+
+    fn kind(&self) -> Kind {
+        match self.meta >> TIME_BITS {
+            0 => Kind::PosInt,
+            1 => Kind::NegInt,
+            2 => Kind::Float,
+            code @ 16..=24 => Kind::ShortText((code - 16) as u8),
+            _ => Kind::LongText,
+        }
+    }
+
+    fn with_time(self, time: DateTime<Utc>) -> Slot {
+        Slot::new(self.bits, self.kind(), time)
+    }
 }
 
 /// The latest datapoints of one unit, ordered by key.
@@ -58,7 +101,7 @@ pub struct UnitData {
 impl UnitData {
     /// The latest point of each key, ordered by key.
     pub fn latest(&self) -> impl Iterator<Item = (&str, Latest)> {
-        self.keys().zip(self.slots.iter()).map(|(k, s)| (k, Latest { value: self.value(s), time: s.time }))
+        self.keys().zip(self.slots.iter()).map(|(k, s)| (k, Latest { value: self.value(s), time: s.time() }))
     }
 
     /// The keys reported, in order: what a unit's discovery config reads of its data.
@@ -80,7 +123,7 @@ impl UnitData {
 
     fn value(&self, slot: &Slot) -> DatapointValue {
         let number = |n: Option<Number>| n.map_or_else(|| DatapointValue::Text(String::new()), DatapointValue::Number);
-        match slot.kind {
+        match slot.kind() {
             Kind::PosInt => DatapointValue::Number(Number::from(slot.bits)),
             Kind::NegInt => DatapointValue::Number(Number::from(slot.bits as i64)),
             Kind::Float => number(Number::from_f64(f64::from_bits(slot.bits))),
@@ -115,7 +158,7 @@ impl UnitData {
                 ((long_texts.len() - 1) as u64, Kind::LongText)
             }
         };
-        Slot { bits, time, kind }
+        Slot::new(bits, kind, time)
     }
 
     /// Records `latest` for `key` when it is not older than what the unit has; whether the
@@ -123,13 +166,14 @@ impl UnitData {
     fn note(&mut self, sets: &mut KeySets, key: &Arc<str>, value: &DatapointValue, time: DateTime<Utc>) -> bool {
         let at = self.keys.0.binary_search_by(|k| (**k).cmp(&**key));
         if let Ok(i) = at {
-            let old = &self.slots[i];
-            if old.time > time || self.value(old) == *value {
-                if old.time >= time {
+            let old = self.slots[i];
+            let (old_ms, new_ms) = (old.millis(), time.timestamp_millis());
+            if old_ms > new_ms || self.value(&old) == *value {
+                if old_ms >= new_ms {
                     return false;
                 }
                 // The same value, logged later: only its time moves.
-                self.slots[i].time = time;
+                self.slots[i] = old.with_time(time);
                 return true;
             }
         }
@@ -139,8 +183,8 @@ impl UnitData {
         for (j, slot) in self.slots.iter().enumerate() {
             if at == Ok(j) {
                 slots.push(Self::pack(value, time, &mut long_texts));
-            } else if slot.kind == Kind::LongText {
-                slots.push(Self::pack(&self.value(slot), slot.time, &mut long_texts));
+            } else if slot.kind() == Kind::LongText {
+                slots.push(Self::pack(&self.value(slot), slot.time(), &mut long_texts));
             } else {
                 slots.push(*slot);
             }
@@ -255,6 +299,20 @@ mod tests {
         assert_eq!(back["k04"], DatapointValue::parse("x"));
         assert_eq!(back["k05"], DatapointValue::parse("ünïcödé längér"));
         assert_eq!(unit.long_texts.len(), 1);
+    }
+
+    #[test]
+    fn times_come_back_to_the_millisecond_before_and_after_the_epoch() {
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
+        for millis in [0, 1, -1, 1_764_230_400_123, -86_400_000_001, TIME_MAX, -TIME_MAX] {
+            let time = DateTime::from_timestamp_millis(millis).unwrap_or_default();
+            for kind in
+                [Kind::PosInt, Kind::NegInt, Kind::Float, Kind::LongText, Kind::ShortText(0), Kind::ShortText(8)]
+            {
+                let slot = Slot::new(u64::MAX, kind, time);
+                assert_eq!((slot.time(), slot.kind(), slot.bits), (time, kind, u64::MAX), "{millis} {kind:?}");
+            }
+        }
     }
 
     #[test]
