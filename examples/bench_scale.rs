@@ -114,6 +114,8 @@ struct RunResult {
     retained: usize,
     rss_startup_mib: f64,
     rss_idle_mib: f64,
+    /// `VmRSS` after the idle period.
+    rss_now_mib: f64,
     idle_percent: f64,
     requests: usize,
     expected_requests: usize,
@@ -144,7 +146,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let r = one_run(&args, load).await?;
         println!(
             "run {}: start-up {:.2} s (first message {:.2} s, {} messages, {} retained; CPU bridge {:.2} s, broker {:.2} s, simulator + subscriber {:.2} s), peak RSS {:.1} MiB after start-up, \
-             {:.1} MiB after idle, idle CPU {:.3} % of a core, {} REST requests (formula: {}), load {:.2}",
+             {:.1} MiB after idle ({:.1} MiB resident then), idle CPU {:.3} % of a core, {} REST requests (formula: {}), load {:.2}",
             run + 1,
             r.startup_s,
             r.first_s,
@@ -155,6 +157,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             r.own_cpu_s,
             r.rss_startup_mib,
             r.rss_idle_mib,
+            r.rss_now_mib,
             r.idle_percent,
             r.requests,
             r.expected_requests,
@@ -251,6 +254,8 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     tokio::time::sleep(Duration::from_secs_f64(args.idle)).await;
     let idle_percent = cpu_time(bridge.pid()).saturating_sub(cpu0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
     let rss_idle = status_mib(bridge.pid(), "VmHWM");
+    // What stays once the start-up's transient buffers are gone: the peak less this is theirs.
+    let rss_now = status_mib(bridge.pid(), "VmRSS");
 
     // What the broker retained: a fresh subscriber gets every retained topic once.
     let (retained_rec, retained_sub) =
@@ -337,6 +342,7 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
         retained: retained_topics.len(),
         rss_startup_mib: rss_startup,
         rss_idle_mib: rss_idle,
+        rss_now_mib: rss_now,
         idle_percent,
         requests: records.len() - background,
         expected_requests: expected,

@@ -282,3 +282,67 @@ async fn a_sustained_429_slows_the_requests_and_they_recover_after_it() {
     assert!(recovered * 2 >= normal, "requests per 2 s: {normal} before, {recovered} after the 429s");
     assert!(stats.count(Endpoint::NetworkState, Outcome::Status(429)) > 0);
 }
+
+/// After a 429 pause one request probes alone and the others wait for its answer: a key the
+/// service keeps refusing meets one request per pause however many wait, and when the probe
+/// succeeds the others go (docs/cloud.md#quota-429).
+#[tokio::test]
+async fn after_a_429_pause_one_request_probes_and_the_others_wait() {
+    let mut config = SimConfig::new(Site::demo());
+    config.quota_retry_after = false;
+    let sim = Simulator::start_local(config).await.unwrap();
+    let pause = Duration::from_millis(200);
+    let limits = QuotaConfig {
+        max_requests_per_minute: std::num::NonZeroU32::new(6000).unwrap(),
+        max_concurrent_requests: 4,
+        pause_after_429: pause,
+        max_pause_after_429: Duration::from_millis(400),
+        ..QuotaConfig::default()
+    };
+    let rest = RestClient::new(
+        RestConfig::new(sim.base_url().parse().unwrap(), Secret::new(DEMO_API_KEY)),
+        Arc::new(QuotaGuard::new(&limits)),
+    )
+    .unwrap();
+    let sessions = SessionManager::new(rest.clone(), network_creds(), vec![HOME.into()], fast_policy());
+    sessions.open().await.unwrap();
+    let sid = sessions.current(HOME).unwrap().session_id;
+
+    // Four pollers, as four networks whose wires are down, each asking again soon after.
+    let pollers: Vec<_> = (0..4)
+        .map(|_| {
+            let (rest, sid) = (rest.clone(), sid.clone());
+            tokio::spawn(async move {
+                loop {
+                    let _ = rest.network_state(&sid, HOME).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let storm = Duration::from_secs(3);
+    sim.exhaust_quota(DEMO_API_KEY, storm);
+    let storm_end = sim.shared().started.elapsed() + storm;
+    tokio::time::sleep(storm + Duration::from_secs(1)).await;
+    for p in pollers {
+        p.abort();
+    }
+
+    // Requests at once: each within 50 ms of the one before (a pause is at least 200 ms). The
+    // first group is what was in flight as the storm began; every later one follows a pause.
+    let log = sim.shared().log.requests();
+    let refused: Vec<Duration> = log.iter().filter(|r| r.status == 429).map(|r| r.at).collect();
+    let mut groups: Vec<usize> = Vec::new();
+    for (i, at) in refused.iter().enumerate() {
+        match i.checked_sub(1).map(|j| *at - refused[j]) {
+            Some(gap) if gap < Duration::from_millis(50) => *groups.last_mut().unwrap() += 1,
+            _ => groups.push(1),
+        }
+    }
+    assert!(groups.len() >= 4, "a pause at least every 400 ms for 3 s: {groups:?}");
+    assert!(groups[1..].iter().all(|&n| n == 1), "refused requests at once after each pause: {groups:?}");
+    // After the storm the probe succeeds and every poller asks again.
+    let answered = log.iter().filter(|r| r.status == 200 && r.at > storm_end).count();
+    assert!(answered >= 20, "{answered} answers in the second after the storm");
+}

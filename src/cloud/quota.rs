@@ -4,7 +4,7 @@
 //! answers 429 when one is exceeded. [`QuotaGuard`] keeps this client under its own configured
 //! limits so normal use never meets a 429: a GCRA rate limiter (governor) for requests per minute,
 //! a semaphore for concurrent requests, and a pause that holds every request of the key after a
-//! 429 until its `Retry-After` has passed.
+//! 429 until its `Retry-After` has passed, after which one request probes alone ([`pause`]).
 //!
 //! [`BackoffPolicy`] is the retry schedule: exponential (backon) with *full jitter* (a uniformly
 //! random delay between 0 and the exponential value, so many clients that failed together do not
@@ -13,8 +13,8 @@
 use std::future::Future;
 use std::num::NonZeroU32;
 use std::pin::pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
@@ -22,9 +22,12 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Jitter, Quota, RateLimiter};
 use rand::Rng;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
-use tokio::time::Instant;
 
 use super::CloudError;
+
+mod pause;
+
+use pause::{PauseGate, Probe};
 
 /// Limits of the client-side guard (from `cloud.max_requests_per_minute` and
 /// `cloud.max_concurrent_requests`).
@@ -66,12 +69,13 @@ impl Default for QuotaConfig {
 /// of the doubling rest up to `pause_after_429 × 2ⁿ⁻¹`, at most `max_pause_after_429`, and never
 /// less than the service's `Retry-After`. A successful answer ends the run. A 429 counts towards
 /// the run only if its request left after the latest pause began: requests already in flight
-/// when the first 429 came back meet the same wall and are not a second refusal.
+/// when the first 429 came back meet the same wall and are not a second refusal. When a pause
+/// ends, one request probes alone and the others wait for its answer ([`pause`]).
 #[derive(Debug)]
 pub struct QuotaGuard {
     limiter: DefaultDirectRateLimiter,
     concurrency: Arc<Semaphore>,
-    pause: Mutex<Pause>,
+    pause: Arc<PauseGate>,
     pause_after_429: Duration,
     max_pause_after_429: Duration,
     /// Live requests waiting in [`QuotaGuard::acquire`]; background requests wait while any do.
@@ -80,23 +84,14 @@ pub struct QuotaGuard {
     live_done: Notify,
 }
 
-/// The key-wide pause after 429s.
-#[derive(Debug, Default)]
-struct Pause {
-    /// Requests wait until then.
-    until: Option<Instant>,
-    /// 429s in a row that each started a pause.
-    strikes: u32,
-    /// Counts the pauses begun; a request carries the value it left with.
-    generation: u64,
-}
-
 /// Held while a request is in flight; dropping it frees a concurrency slot. Hand it back to
 /// [`QuotaGuard::note_quota_exceeded`] or [`QuotaGuard::note_success`] with the request's answer.
 #[derive(Debug)]
 pub struct QuotaPermit {
     _slot: Option<OwnedSemaphorePermit>,
     generation: u64,
+    /// Set when this request probes the end of a pause.
+    probe: Option<Probe>,
 }
 
 impl QuotaGuard {
@@ -116,7 +111,7 @@ impl QuotaGuard {
         Self {
             limiter: RateLimiter::direct(quota),
             concurrency: Arc::new(Semaphore::new(config.max_concurrent_requests.max(1))),
-            pause: Mutex::new(Pause::default()),
+            pause: Arc::default(),
             pause_after_429: config.pause_after_429,
             max_pause_after_429: config.max_pause_after_429.max(config.pause_after_429),
             live_waiting: AtomicUsize::new(0),
@@ -124,8 +119,8 @@ impl QuotaGuard {
         }
     }
 
-    /// Waits until a request may go out: after any 429 pause, within the rate, with a free
-    /// concurrency slot. Cancel-safe: dropping the future gives nothing back because it took
+    /// Waits until a request may go out: after any 429 pause and its probe, within the rate,
+    /// with a free concurrency slot. Cancel-safe: dropping the future gives nothing back because it took
     /// nothing yet, except a rate token that is simply spent.
     pub async fn acquire(&self) -> QuotaPermit {
         let _waiting = LiveWaiting::enter(self);
@@ -138,7 +133,7 @@ impl QuotaGuard {
     pub async fn acquire_background(&self) -> QuotaPermit {
         loop {
             self.no_live_waiting().await;
-            let generation = self.wait_out_pause().await;
+            self.pause.wait(false).await;
             if self.live_waiting.load(Ordering::Acquire) > 0 {
                 continue;
             }
@@ -149,7 +144,13 @@ impl QuotaGuard {
                 continue;
             };
             match self.limiter.check() {
-                Ok(()) => return QuotaPermit { _slot: Some(slot), generation },
+                Ok(()) => match self.pause.try_pass() {
+                    Some(turn) => {
+                        return QuotaPermit { _slot: Some(slot), generation: turn.generation, probe: turn.probe };
+                    }
+                    // A pause or a probe began meanwhile: wait for it without holding the slot.
+                    None => drop(slot),
+                },
                 Err(not_until) => {
                     drop(slot);
                     let wait = not_until.wait_time_from(DefaultClock::default().now());
@@ -172,52 +173,33 @@ impl QuotaGuard {
         }
     }
 
-    /// The waits every request goes through: the 429 pause, the rate, a concurrency slot.
+    /// The waits every request goes through: the 429 pause and its probe, the rate, a
+    /// concurrency slot.
     async fn take(&self) -> QuotaPermit {
-        self.wait_out_pause().await;
+        self.pause.wait(false).await;
         self.limiter.until_ready_with_jitter(Jitter::up_to(Duration::from_millis(20))).await;
         // The semaphore is never closed, so this cannot fail; if it ever did, go without a slot
         // rather than stall every request.
         let slot = Arc::clone(&self.concurrency).acquire_owned().await.ok();
         // A pause may have begun while this request waited for its slot: wait that one out too,
-        // and leave with the generation it ended in.
-        let generation = self.wait_out_pause().await;
-        QuotaPermit { _slot: slot, generation }
-    }
-
-    /// Sleeps while a 429 pause is on; returns the pause generation current when it is off.
-    async fn wait_out_pause(&self) -> u64 {
-        loop {
-            let (until, generation) = self.pause.lock().map(|p| (p.until, p.generation)).unwrap_or((None, 0));
-            match until {
-                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
-                _ => return generation,
-            }
-        }
+        // and leave with the generation it ended in, as the probe if one is due.
+        let turn = self.pause.wait(true).await;
+        QuotaPermit { _slot: slot, generation: turn.generation, probe: turn.probe }
     }
 
     /// Holds every request of this key after a 429 to the request `permit` was taken for, so the
     /// other tasks sharing the key do not run into the same wall, for longer with each 429 in a
     /// row (see [`QuotaGuard`]).
     pub fn note_quota_exceeded(&self, permit: &QuotaPermit, retry_after: Option<Duration>) {
-        let Ok(mut pause) = self.pause.lock() else { return };
-        let now = Instant::now();
-        let mut until = now + retry_after.unwrap_or(Duration::ZERO);
-        if permit.generation == pause.generation {
-            pause.strikes = pause.strikes.saturating_add(1);
-            pause.generation = pause.generation.wrapping_add(1);
-            until = until.max(now + self.pause_for(pause.strikes));
-        }
-        if pause.until.is_none_or(|p| p < until) {
-            pause.until = Some(until);
-        }
+        self.pause.note_quota_exceeded(permit.generation, permit.probe.as_ref(), retry_after, |strikes| {
+            self.pause_for(strikes)
+        });
     }
 
-    /// Ends a run of 429s: the next one pauses for `pause_after_429` again.
+    /// Ends a run of 429s: the requests waiting for a probe go, and the next 429 pauses for
+    /// `pause_after_429` again.
     pub fn note_success(&self) {
-        if let Ok(mut pause) = self.pause.lock() {
-            pause.strikes = 0;
-        }
+        self.pause.note_success();
     }
 
     /// The pause after the `strikes`-th 429 in a row: the floor, plus full jitter over the rest
@@ -369,6 +351,8 @@ where
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::time::Instant;
 
     use super::*;
 
@@ -527,7 +511,7 @@ mod tests {
 
     /// The pause set by the latest 429, measured from now.
     fn pause_left(guard: &QuotaGuard) -> Duration {
-        let until = guard.pause.lock().unwrap().until.unwrap();
+        let until = guard.pause.until().unwrap();
         until.saturating_duration_since(Instant::now())
     }
 
@@ -552,8 +536,8 @@ mod tests {
             .map(|_| {
                 let guard = pausing_guard(pause, max);
                 for _ in 0..4 {
-                    let permit = guard.pause.lock().unwrap().generation;
-                    guard.note_quota_exceeded(&QuotaPermit { _slot: None, generation: permit }, None);
+                    let generation = guard.pause.generation();
+                    guard.note_quota_exceeded(&QuotaPermit { _slot: None, generation, probe: None }, None);
                 }
                 pause_left(&guard)
             })
@@ -577,7 +561,67 @@ mod tests {
             guard.note_quota_exceeded(permit, None);
         }
         assert_eq!(pause_left(&guard), pause, "one wall, one strike");
-        assert_eq!(guard.pause.lock().unwrap().strikes, 1);
+        assert_eq!(guard.pause.strikes(), 1);
+    }
+
+    /// Requests that ask for a permit during a pause, each sending its permit to `out`.
+    fn waiters(guard: &Arc<QuotaGuard>, n: usize) -> tokio::sync::mpsc::UnboundedReceiver<QuotaPermit> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        for _ in 0..n {
+            let (guard, tx) = (Arc::clone(guard), tx.clone());
+            tokio::spawn(async move {
+                let _ = tx.send(guard.acquire().await);
+            });
+        }
+        rx
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_pause_one_request_probes_and_the_others_wait_for_its_answer() {
+        let pause = Duration::from_secs(2);
+        let guard = Arc::new(pausing_guard(pause, Duration::from_secs(300)));
+        let first = guard.acquire().await;
+        guard.note_quota_exceeded(&first, None);
+        drop(first);
+        let mut permits = waiters(&guard, 3);
+
+        // The pause ends: one request goes, the other two wait as long as it is out.
+        let probe = permits.recv().await.unwrap();
+        assert!(probe.probe.is_some(), "the first request after the pause probes");
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(permits.try_recv().is_err(), "nobody goes while the probe is out");
+
+        // A 429 again: a longer pause, then one probe again.
+        guard.note_quota_exceeded(&probe, None);
+        drop(probe);
+        assert_eq!(guard.pause.strikes(), 2);
+        let probe = permits.recv().await.unwrap();
+        assert!(probe.probe.is_some());
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(permits.try_recv().is_err(), "nobody goes while the second probe is out");
+
+        // A success: the last one goes at once, as a plain request.
+        guard.note_success();
+        let last = permits.recv().await.unwrap();
+        assert!(last.probe.is_none());
+        drop((probe, last));
+        assert!(guard.acquire().await.probe.is_none(), "no probe once the key is answered");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_that_ends_without_an_answer_passes_the_role_on() {
+        let guard = Arc::new(pausing_guard(Duration::from_secs(2), Duration::from_secs(300)));
+        let first = guard.acquire().await;
+        guard.note_quota_exceeded(&first, None);
+        drop(first);
+        let mut permits = waiters(&guard, 2);
+        let probe = permits.recv().await.unwrap();
+        assert!(probe.probe.is_some());
+        // A transport error or a 5xx: neither a success nor a 429. The next request probes alone.
+        drop(probe);
+        let next = permits.recv().await.unwrap();
+        assert!(next.probe.is_some(), "the role passes on");
+        assert_eq!(guard.pause.strikes(), 1, "no strike without a 429");
     }
 
     #[tokio::test(start_paused = true)]

@@ -7,11 +7,12 @@
 
 use super::discovery::{self, Component, Name, base_config};
 use super::settings::SensorSemantics;
-use crate::cloud::datapoints::{Datapoint, DatapointValue};
-use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+
+mod latest;
+
+pub use latest::{Latest, NetData, UnitData};
 
 /// Keys the unit JSON exports live already: no second sensor for them.
 pub const LIVE_KEYS: [&str; 6] = ["dimmer", "lux", "presence", "cct", "onoff", "status"];
@@ -83,117 +84,6 @@ const BUILT_IN: [BuiltIn; 5] = [
 /// Whether `key` is one of the built-in sensor keys.
 pub fn is_built_in(key: &str) -> bool {
     BUILT_IN.iter().any(|b| b.key == key)
-}
-
-/// The latest point of one key.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Latest {
-    /// Its value.
-    pub value: DatapointValue,
-    /// When it was logged.
-    pub time: DateTime<Utc>,
-}
-
-/// The latest datapoints of one unit, ordered by key. A sorted list of a few entries, its keys
-/// shared by every unit of the network: a big site holds one of these per unit (25,000 at
-/// 100 × 250), where a map per unit would cost a node of eleven entries each.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UnitData {
-    latest: Vec<(Arc<str>, Latest)>,
-}
-
-impl UnitData {
-    /// The latest point of each key, ordered by key.
-    pub fn latest(&self) -> impl Iterator<Item = (&str, &Latest)> {
-        self.latest.iter().map(|(k, l)| (&**k, l))
-    }
-
-    /// The keys reported, in order: what a unit's discovery config reads of its data.
-    pub fn keys(&self) -> impl Iterator<Item = &str> + Clone {
-        self.latest.iter().map(|(k, _)| &**k)
-    }
-
-    /// Records `latest` for `key` when it is not older than what the unit has; whether the
-    /// unit's data changed.
-    fn note(&mut self, key: impl FnOnce() -> Arc<str>, name: &str, latest: Latest) -> bool {
-        match self.latest.binary_search_by(|(k, _)| (**k).cmp(name)) {
-            Ok(i) => {
-                let old = &mut self.latest[i].1;
-                if old.time > latest.time || *old == latest {
-                    return false;
-                }
-                *old = latest;
-            }
-            Err(i) => self.latest.insert(i, (key(), latest)),
-        }
-        true
-    }
-
-    /// `<unit>/data`: key → `{"value", "time"}`.
-    pub fn json(&self) -> String {
-        let map: Map<String, Value> = self
-            .latest
-            .iter()
-            .map(|(key, l)| {
-                let time = l.time.to_rfc3339_opts(SecondsFormat::Millis, true);
-                (key.to_string(), json!({"value": l.value, "time": time}))
-            })
-            .collect();
-        Value::Object(map).to_string()
-    }
-}
-
-/// The latest datapoints of one network's units.
-#[derive(Debug, Clone, Default)]
-pub struct NetData {
-    units: BTreeMap<u32, Arc<UnitData>>,
-    /// Every key seen, shared by the units that logged it.
-    keys: BTreeSet<Arc<str>>,
-}
-
-impl NetData {
-    /// The data of `unit`, when it reported any.
-    pub fn unit(&self, unit: u32) -> Option<&UnitData> {
-        self.units.get(&unit).map(|d| &**d)
-    }
-
-    /// Takes a page in and returns the units whose latest values changed, in order. Points
-    /// without a unit (the service may log network-wide values) have nowhere to go and are
-    /// counted in the debug log.
-    pub fn take(&mut self, points: &[Datapoint]) -> BTreeSet<u32> {
-        let mut changed = BTreeSet::new();
-        let mut unitless = 0usize;
-        for point in points {
-            let Some(unit) = point.unit else {
-                unitless += 1;
-                continue;
-            };
-            let data = Arc::make_mut(self.units.entry(unit).or_default());
-            let keys = &mut self.keys;
-            let key = || match keys.get(point.key.as_str()) {
-                Some(k) => k.clone(),
-                None => {
-                    let k: Arc<str> = Arc::from(point.key.as_str());
-                    keys.insert(k.clone());
-                    k
-                }
-            };
-            if data.note(key, &point.key, Latest { value: point.value.clone(), time: point.time }) {
-                changed.insert(unit);
-            }
-        }
-        // Sized to fit: a list grown one key at a time keeps room for twice its keys, once per
-        // unit of a big site.
-        for unit in &changed {
-            if let Some(data) = self.units.get_mut(unit) {
-                Arc::make_mut(data).latest.shrink_to_fit();
-            }
-        }
-        if unitless > 0 {
-            tracing::debug!(points = unitless, "datapoints without a unit left out");
-        }
-        changed
-    }
 }
 
 /// Whether a key may name a topic level and a template key as it is: letters, digits, `_`, `-`.

@@ -1,5 +1,7 @@
 use super::*;
-use chrono::TimeZone;
+use crate::cloud::datapoints::{Datapoint, DatapointValue};
+use chrono::{TimeZone, Utc};
+use serde_json::Value;
 
 fn point(unit: Option<u32>, key: &str, value: &str, minute: u32) -> Datapoint {
     Datapoint {
