@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use casambi2mqtt::cloud::backoff::{BackoffPolicy, retry};
 use casambi2mqtt::cloud::model::{Control, Credentials, Secret};
-use casambi2mqtt::cloud::quota::{BackoffPolicy, QuotaConfig, QuotaGuard, retry};
+use casambi2mqtt::cloud::quota::{QuotaConfig, QuotaGuard};
 use casambi2mqtt::cloud::rest::{DataType, DatapointQuery, Endpoint, Outcome};
 use casambi2mqtt::cloud::session::LoginPolicy;
 use casambi2mqtt::cloud::{CloudError, RestClient, RestConfig, SessionManager, UserSessionManager};

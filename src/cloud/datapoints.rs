@@ -32,8 +32,8 @@ use serde::Serialize;
 
 pub use value::DatapointValue;
 
+use super::backoff::{BackoffPolicy, retry};
 use super::model::{DataPoint, DatapointResult, Secret};
-use super::quota::{BackoffPolicy, retry};
 use super::rest::{DatapointQuery, MAX_DATAPOINT_LIMIT as MAX_LIMIT};
 use super::{CloudError, RestClient, SessionManager};
 

@@ -15,6 +15,7 @@
 //! Apart from the channel's task nothing here spawns tasks or keeps sockets open; the bridge's
 //! supervisors drive it.
 
+pub mod backoff;
 pub mod channel;
 pub mod datapoints;
 pub mod error;

@@ -3,7 +3,7 @@
 //! [`RequestStats`].
 //!
 //! Each method makes exactly one request; retrying (after 429/5xx/transport) and renewing sessions
-//! (after 410) are decisions of the caller ([`crate::cloud::quota::retry`],
+//! (after 410) are decisions of the caller ([`crate::cloud::backoff::retry`],
 //! [`crate::cloud::session::SessionManager`]). The API key and session ids travel only in headers
 //! marked sensitive, and no error or log line carries them.
 
@@ -25,12 +25,13 @@ pub use datapoints::{DataType, DatapointQuery, MAX_LIMIT as MAX_DATAPOINT_LIMIT}
 pub use stats::{Endpoint, Outcome, RequestCount, RequestStats};
 
 use super::CloudError;
+use super::backoff::parse_retry_after;
 use super::error::RequestKind;
 use super::model::{
     Credentials, DatapointResult, Fixture, Group, Network, NetworkSessions, NetworkState, Photo, Scene, Secret, Unit,
     UnitState, UserSession,
 };
-use super::quota::{QuotaGuard, parse_retry_after};
+use super::quota::QuotaGuard;
 
 /// Default name of the API key header (the spec writes `X-Service-Key`).
 pub const DEFAULT_KEY_HEADER: &str = "X-Casambi-Key";

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::cloud::CloudError;
-use crate::cloud::quota::BackoffPolicy;
+use crate::cloud::backoff::BackoffPolicy;
 use crate::cloud::rest::MAX_SESSION_SET;
 
 /// Which session-creation requests open a set of networks (docs/cloud.md).

@@ -12,7 +12,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::cloud::quota::{BackoffPolicy, QuotaConfig, QuotaGuard};
+use crate::cloud::backoff::BackoffPolicy;
+use crate::cloud::quota::{QuotaConfig, QuotaGuard};
 use crate::cloud::rest::RestConfig;
 
 /// What the mock server does and saw.
