@@ -212,6 +212,36 @@ async fn quota_and_server_errors_are_retried() {
     assert_eq!(rest.stats().count(Endpoint::NetworkState, Outcome::Status(500)), 2);
 }
 
+/// A client of `sim` under `limits`, with a session to Home, and `count` pollers asking for
+/// Home's state again `every` after each answer (as networks whose wires are down).
+async fn pollers(
+    sim: &Simulator,
+    limits: &QuotaConfig,
+    count: usize,
+    every: Duration,
+) -> (RestClient, Vec<tokio::task::JoinHandle<()>>) {
+    let rest = RestClient::new(
+        RestConfig::new(sim.base_url().parse().unwrap(), Secret::new(DEMO_API_KEY)),
+        Arc::new(QuotaGuard::new(limits)),
+    )
+    .unwrap();
+    let sessions = SessionManager::new(rest.clone(), network_creds(), vec![HOME.into()], fast_policy());
+    sessions.open().await.unwrap();
+    let sid = sessions.current(HOME).unwrap().session_id;
+    let handles = (0..count)
+        .map(|_| {
+            let (rest, sid) = (rest.clone(), sid.clone());
+            tokio::spawn(async move {
+                loop {
+                    let _ = rest.network_state(&sid, HOME).await;
+                    tokio::time::sleep(every).await;
+                }
+            })
+        })
+        .collect();
+    (rest, handles)
+}
+
 /// Under a sustained 429 the client asks less and less often, and after it as often as before:
 /// each 429 in a row doubles the key-wide pause, a success ends the run.
 #[tokio::test]
@@ -226,27 +256,8 @@ async fn a_sustained_429_slows_the_requests_and_they_recover_after_it() {
         max_pause_after_429: Duration::from_millis(1600),
         ..QuotaConfig::default()
     };
-    let rest = RestClient::new(
-        RestConfig::new(sim.base_url().parse().unwrap(), Secret::new(DEMO_API_KEY)),
-        Arc::new(QuotaGuard::new(&limits)),
-    )
-    .unwrap();
-    let sessions = SessionManager::new(rest.clone(), network_creds(), vec![HOME.into()], fast_policy());
-    sessions.open().await.unwrap();
-    let sid = sessions.current(HOME).unwrap().session_id;
-
     // Two pollers, as two networks whose wires are down, each asking every 50 ms.
-    let pollers: Vec<_> = (0..2)
-        .map(|_| {
-            let (rest, sid) = (rest.clone(), sid.clone());
-            tokio::spawn(async move {
-                loop {
-                    let _ = rest.network_state(&sid, HOME).await;
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            })
-        })
-        .collect();
+    let (rest, pollers) = pollers(&sim, &limits, 2, Duration::from_millis(50)).await;
     let stats = rest.stats();
     let asked = || {
         stats.count(Endpoint::NetworkState, Outcome::Status(200))
@@ -300,27 +311,8 @@ async fn after_a_429_pause_one_request_probes_and_the_others_wait() {
         max_pause_after_429: Duration::from_millis(400),
         ..QuotaConfig::default()
     };
-    let rest = RestClient::new(
-        RestConfig::new(sim.base_url().parse().unwrap(), Secret::new(DEMO_API_KEY)),
-        Arc::new(QuotaGuard::new(&limits)),
-    )
-    .unwrap();
-    let sessions = SessionManager::new(rest.clone(), network_creds(), vec![HOME.into()], fast_policy());
-    sessions.open().await.unwrap();
-    let sid = sessions.current(HOME).unwrap().session_id;
-
     // Four pollers, as four networks whose wires are down, each asking again soon after.
-    let pollers: Vec<_> = (0..4)
-        .map(|_| {
-            let (rest, sid) = (rest.clone(), sid.clone());
-            tokio::spawn(async move {
-                loop {
-                    let _ = rest.network_state(&sid, HOME).await;
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            })
-        })
-        .collect();
+    let (rest, pollers) = pollers(&sim, &limits, 4, Duration::from_millis(10)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let storm = Duration::from_secs(3);
     sim.exhaust_quota(DEMO_API_KEY, storm);
