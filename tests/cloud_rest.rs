@@ -312,7 +312,7 @@ async fn after_a_429_pause_one_request_probes_and_the_others_wait() {
         ..QuotaConfig::default()
     };
     // Four pollers, as four networks whose wires are down, each asking again soon after.
-    let (rest, pollers) = pollers(&sim, &limits, 4, Duration::from_millis(10)).await;
+    let (_, pollers) = pollers(&sim, &limits, 4, Duration::from_millis(10)).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let storm = Duration::from_secs(3);
     sim.exhaust_quota(DEMO_API_KEY, storm);

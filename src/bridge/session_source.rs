@@ -141,7 +141,7 @@ impl SessionSource {
         match self {
             SessionSource::Network(m) => match m.current(network) {
                 Some(session) => Ok(session.into()),
-                None => m.renew(network, 0).await.map(Session::from),
+                None => network_login(m, network, 0).await.map(Session::from),
             },
             SessionSource::User { manager, .. } => manager.open().await.map(Session::from),
         }
@@ -152,7 +152,7 @@ impl SessionSource {
     /// saw an older generation gets the newer session without another login.
     pub async fn renew(&self, network: &str, seen: u64) -> Result<Session, CloudError> {
         match self {
-            SessionSource::Network(m) => m.renew(network, seen).await.map(Session::from),
+            SessionSource::Network(m) => network_login(m, network, seen).await.map(Session::from),
             SessionSource::User { manager, .. } => {
                 let handle = manager.renew(seen).await?;
                 if !user_networks(&handle).any(|n| n.id == network) {
@@ -195,4 +195,14 @@ impl From<UserSessionHandle> for Session {
     fn from(h: UserSessionHandle) -> Self {
         Session { id: h.session.session_id, generation: h.generation }
     }
+}
+
+/// Renews the session of `network` in a task of its own, which runs to its end even when the
+/// caller stops waiting (a poll raced against the wire's events is dropped when an event comes
+/// first). The lockout guard counts a login as failed until it succeeds, so a login dropped
+/// half-way would hold every further login of the credentials back for the guard's minute.
+async fn network_login(manager: &Arc<SessionManager>, network: &str, seen: u64) -> Result<NetworkSession, CloudError> {
+    let (manager, network) = (Arc::clone(manager), network.to_string());
+    let login = tokio::spawn(async move { manager.renew(&network, seen).await });
+    login.await.unwrap_or_else(|e| Err(CloudError::Transport(format!("the login task ended early: {e}"))))
 }
