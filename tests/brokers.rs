@@ -244,3 +244,15 @@ async fn a_nats_node_without_jetstream_is_named_by_the_bridge() {
     assert!(line.contains("see the broker's log"), "{line}");
     assert!(broker.log().contains("JetStream") || broker.log().contains("$JS.API"), "{}", broker.log());
 }
+
+/// A free port picked for a broker can be taken before the broker binds it (an outgoing
+/// connection's source port, another test's server): the node moves to fresh ports instead of
+/// failing the test that needed it.
+#[test]
+fn a_nats_node_given_a_taken_port_moves_to_a_free_one() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = taken.local_addr().expect("its address").port();
+    let node = Nats::start_with("n1", port, NatsOptions::default());
+    assert_ne!(node.port(), port, "the node cannot share the taken port");
+    std::net::TcpStream::connect(("127.0.0.1", node.port())).expect("the node listens on its new port");
+}

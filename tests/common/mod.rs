@@ -142,7 +142,7 @@ impl Mosquitto {
     /// with a plain anonymous listener beside it for test observers ([`Self::observer_port`]).
     pub fn start_with(options: BrokerOptions) -> Mosquitto {
         let mut m = Mosquitto::configured(options);
-        m.spawn();
+        m.spawn_on_free_ports();
         m
     }
 
@@ -169,7 +169,7 @@ impl Mosquitto {
     pub fn start_with_max_packet_size(bytes: usize) -> Mosquitto {
         let mut m = Mosquitto::configured(BrokerOptions::default());
         m.max_packet_size = Some(bytes);
-        m.spawn();
+        m.spawn_on_free_ports();
         m
     }
 
@@ -209,7 +209,31 @@ impl Mosquitto {
         conf
     }
 
+    /// Starts a broker on its freshly picked ports. Such a port can be taken by another process
+    /// (an outgoing connection's source port) before the broker binds it: the broker then moves
+    /// to fresh ports, a few times, before giving up.
+    fn spawn_on_free_ports(&mut self) {
+        for _ in 0..5 {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(log) if log.contains("Address already in use") => {
+                    self.port = free_port();
+                    self.observer_port = self.observer_port.map(|_| free_port());
+                }
+                Err(log) => panic!("mosquitto exited at start-up: {log}"),
+            }
+        }
+        self.spawn();
+    }
+
     fn spawn(&mut self) {
+        if let Err(log) = self.try_spawn() {
+            panic!("mosquitto exited with {log}");
+        }
+    }
+
+    /// Starts the broker and waits until it listens; its exit status and log when it exits.
+    fn try_spawn(&mut self) -> Result<(), String> {
         let conf = self.dir.path().join("mosquitto.conf");
         std::fs::write(&conf, self.conf()).expect("write mosquitto.conf");
         let log = std::fs::File::create(self.dir.path().join("mosquitto.log")).expect("log file");
@@ -226,13 +250,18 @@ impl Mosquitto {
         let ports = [Some(self.port), self.observer_port];
         let listening =
             |p: u16| TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], p)), Duration::from_millis(200));
-        while ports.into_iter().flatten().any(|p| listening(p).is_err()) {
+        // A listener of another process on a taken port would answer too: the broker's own
+        // word that it runs comes first.
+        let running = |log: String| log.lines().any(|l| l.contains(" running"));
+        while !running(self.log()) || ports.into_iter().flatten().any(|p| listening(p).is_err()) {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!("mosquitto exited with {status}: {}", self.log());
+                self.child = None;
+                return Err(format!("{status}: {}", self.log()));
             }
             assert!(Instant::now() < deadline, "mosquitto did not start listening: {}", self.log());
             std::thread::sleep(Duration::from_millis(50));
         }
+        Ok(())
     }
 
     /// The broker's log so far.

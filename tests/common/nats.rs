@@ -26,6 +26,9 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 
+/// How often a node moves to fresh ports when the ones it was given are taken.
+const PORT_RETRIES: usize = 5;
+
 /// How a node is set up.
 #[derive(Debug, Clone)]
 pub struct NatsOptions {
@@ -62,11 +65,34 @@ impl Nats {
     }
 
     /// A node named `name` serving MQTT on `mqtt_port`; panics with the server's output when it
-    /// exits at start-up.
+    /// exits at start-up. A free port picked by the caller can be taken by another process (an
+    /// outgoing connection's source port) before the node binds it: the node then moves to fresh
+    /// ports, a few times, before giving up.
     pub fn start_with(name: &str, mqtt_port: u16, options: NatsOptions) -> Nats {
         let mut n = Nats::spawn_only(name, mqtt_port, options);
+        for _ in 0..PORT_RETRIES {
+            match n.try_wait_listening() {
+                Ok(()) => return n,
+                Err(log) if log.contains("address already in use") => n.move_ports(),
+                Err(log) => panic!("nats-server {name} exited at start-up: {log}"),
+            }
+        }
         n.wait_listening();
         n
+    }
+
+    /// Picks fresh ports for a node whose start failed on a taken port, and starts it again.
+    fn move_ports(&mut self) {
+        self.mqtt_port = free_port();
+        self.client_port = free_port();
+        if let Some((_, port, routes)) = &mut self.options.cluster {
+            // Only a node without peers can move its route port: peers know it by number.
+            if routes.is_empty() {
+                *port = free_port();
+            }
+        }
+        let _ = std::fs::remove_file(self.log_path());
+        self.spawn();
     }
 
     /// Starts the process and returns at once (a cluster's nodes wait for each other).
@@ -125,15 +151,28 @@ impl Nats {
     /// Waits until the MQTT port accepts TCP connections (MQTT sessions may need JetStream a
     /// little longer: see [`wait_mqtt_ready`]).
     pub fn wait_listening(&mut self) {
+        if let Err(log) = self.try_wait_listening() {
+            panic!("nats-server {} exited: {log}", self.name);
+        }
+    }
+
+    /// [`Self::wait_listening`], returning the server's output when it exits instead.
+    fn try_wait_listening(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(15);
         let addr = SocketAddr::from(([127, 0, 0, 1], self.mqtt_port));
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        // A listener of another process on a taken port would answer too: the server's own
+        // word that it is ready comes first.
+        while !self.log().contains("Server is ready")
+            || TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
+        {
             if let Some(status) = self.exited() {
-                panic!("nats-server {} exited with {status}: {}", self.name, self.log());
+                self.child = None;
+                return Err(format!("{status}: {}", self.log()));
             }
             assert!(Instant::now() < deadline, "nats-server {} did not listen: {}", self.name, self.log());
             std::thread::sleep(Duration::from_millis(50));
         }
+        Ok(())
     }
 
     /// The exit status, once the process has ended.
