@@ -20,9 +20,11 @@ use tokio_tungstenite::tungstenite::{Bytes, Message};
 use tokio_util::sync::CancellationToken;
 
 /// How much one read from the socket may take. tungstenite zero-fills this much of its buffer
-/// before every read, so its 128 KiB default costs more than parsing the frame when events arrive
-/// one by one. Events are ~0.5 KiB; a bigger frame just takes several reads.
-const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// before every read, the read that finds the socket empty included, and the zeroing evicts the
+/// data the next event's parse and render need from the core's first-level cache (32–48 KiB).
+/// Events are ~0.5 KiB, so a read takes the several that a wake-up batches
+/// (`cloud.event_batch_window`); a bigger frame just takes several reads.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
