@@ -4,6 +4,7 @@
 //! (End-to-end tests through MQTT come with the wiring of the MQTT intake.)
 
 mod bridge_support;
+mod common;
 
 use bridge_support::{demo_credentials, fast_timing, settings};
 use casambi2mqtt::bridge::Bridge;
@@ -98,24 +99,12 @@ impl Rig {
 
     /// Control messages the simulator received, without their wire number.
     fn controls(&self) -> Vec<Value> {
-        let mut all = self.sim.shared().log.controls();
-        for m in &mut all {
-            m.as_object_mut().unwrap().remove("wire");
-        }
-        all
+        common::sim_controls(&self.sim)
     }
 
     /// Waits until the simulator received `n` control messages in all; returns them.
     async fn wait_controls(&self, n: usize) -> Vec<Value> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let got = self.controls();
-            if got.len() >= n {
-                return got;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "{} control messages, wanted {n}: {got:#?}", got.len());
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        common::wait_sim_controls(&self.sim, n, Duration::from_secs(10)).await
     }
 
     fn truth_unit(&self, id: u32) -> Value {

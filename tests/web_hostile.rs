@@ -8,35 +8,22 @@
 
 mod common;
 
-use casambi2mqtt::app;
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use common::Mosquitto;
+use common::web_rig::WebRig;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_util::sync::CancellationToken;
 
 const HOME: &str = "7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b";
 const TOKEN: &str = "hostile-token-4c1e9a";
 
-struct Rig {
-    _sim: Simulator,
-    broker: Mosquitto,
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<Result<app::Outcome, app::AppError>>,
-}
+type Rig = WebRig;
 
 async fn rig(http: &str) -> Rig {
-    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
-    let broker = Mosquitto::start();
-    let (running, shutdown, task) = common::start_app(&sim, &broker.url(), &format!("http:\n{http}")).await;
-    let bound = running.health_addr.expect("the HTTP listener");
-    let addr = SocketAddr::from(([127, 0, 0, 1], bound.port()));
-    let rig = Rig { _sim: sim, broker, addr, shutdown, task };
+    let rig = WebRig::start(http).await;
     // Healthy: MQTT connected and every network of the demo live.
     let deadline = Instant::now() + Duration::from_secs(20);
     while reqwest::get(rig.url("healthz")).await.map(|r| r.status().as_u16()).unwrap_or(0) != 200 {
@@ -44,17 +31,6 @@ async fn rig(http: &str) -> Rig {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     rig
-}
-
-impl Rig {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}/{path}", self.addr)
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(6), self.task).await;
-    }
 }
 
 /// Waits until the server closes `stream` (EOF or reset); how long that took, or `None` when it

@@ -19,35 +19,22 @@ use casambi2mqtt::app;
 use casambi2mqtt::sim::site::Site;
 use casambi2mqtt::sim::{SimConfig, Simulator};
 use common::Mosquitto;
+use common::web_rig::WebRig;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 const HOME: &str = "7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b";
 const TOKEN: &str = "page-token-5f2d9c";
 
-/// The simulator, a broker and a running bridge whose HTTP listener is `listen`.
-struct Rig {
-    sim: Simulator,
-    _broker: Mosquitto,
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<Result<app::Outcome, app::AppError>>,
-}
+type Rig = WebRig;
 
 async fn rig(http: &str) -> Rig {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
-    let broker = Mosquitto::start();
-    let (running, shutdown, task) = common::start_app(&sim, &broker.url(), &format!("http:\n{http}")).await;
-    let bound = running.health_addr.expect("the HTTP listener");
-    // A listener on 0.0.0.0 is reached on loopback (as a browser on this machine would).
-    let addr = SocketAddr::from(([127, 0, 0, 1], bound.port()));
-    let rig = Rig { sim, _broker: broker, addr, shutdown, task };
+    let rig = WebRig::start(http).await;
     let units = demo_units().len();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -73,10 +60,6 @@ fn demo_units() -> Vec<(String, i64, String)> {
 }
 
 impl Rig {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}/{path}", self.addr)
-    }
-
     /// The simulator's truth of a unit of Home.
     async fn truth(&self, unit: i64) -> Value {
         let url = format!("{}/_sim/truth/{HOME}", self.sim.base_url());
@@ -101,11 +84,6 @@ impl Rig {
         let url = format!("{}/_sim/networks/{HOME}/{path}", self.sim.base_url());
         let r = reqwest::Client::new().post(url).json(&body).send().await.unwrap();
         assert!(r.status().is_success(), "{path}: {}", r.status());
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(6), self.task).await;
     }
 }
 

@@ -251,6 +251,11 @@ mod tests {
             attribute_topics: true,
             data_sensors: Default::default(),
         };
+        published(renderer, view)
+    }
+
+    /// `view` as network "home", with everything `renderer` makes of it recorded as published.
+    fn published(renderer: Renderer, view: NetworkView) -> (Renderer, Store, NetMirror) {
         let mirror = NetMirror::new(view, "home".into());
         let mut store = Store::default();
         for op in network_ops(&renderer, &mut store, &mirror) {
@@ -413,12 +418,7 @@ mod tests {
             attribute_topics: false,
             data_sensors: Default::default(),
         };
-        let mirror = NetMirror::new(view, "home".into());
-        let mut store = Store::default();
-        for op in network_ops(&renderer, &mut store, &mirror) {
-            store.record(op.receipt());
-        }
-        (renderer, store, mirror)
+        published(renderer, view)
     }
 
     fn lamp_at(id: u32, level: f64, on: bool) -> Arc<UnitState> {

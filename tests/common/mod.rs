@@ -5,6 +5,7 @@
 pub mod logs;
 pub mod process;
 pub mod tls;
+pub mod web_rig;
 
 use casambi2mqtt::bridge::photos::NetPhoto;
 use casambi2mqtt::bridge::state::{Connection, NetworkView, Topology};
@@ -125,6 +126,30 @@ pub async fn start_app(
     match rx.await {
         Ok(running) => (running, shutdown, task),
         Err(_) => panic!("the bridge did not start: {:?}", (&mut task).await),
+    }
+}
+
+/// Control messages the simulator received, without their wire number.
+pub fn sim_controls(sim: &Simulator) -> Vec<serde_json::Value> {
+    let mut all = sim.shared().log.controls();
+    for m in &mut all {
+        if let Some(m) = m.as_object_mut() {
+            m.remove("wire");
+        }
+    }
+    all
+}
+
+/// Waits up to `max` until the simulator received `n` control messages in all; returns them.
+pub async fn wait_sim_controls(sim: &Simulator, n: usize, max: Duration) -> Vec<serde_json::Value> {
+    let deadline = tokio::time::Instant::now() + max;
+    loop {
+        let got = sim_controls(sim);
+        if got.len() >= n {
+            return got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{} control messages, wanted {n}: {got:#?}", got.len());
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
