@@ -125,7 +125,7 @@ impl Probe {
                     m.set_last_will(rumqttc::LastWill::new(topic, payload.as_bytes(), QoS::AtLeastOnce, *retain));
                 }
                 let (client, el) = rumqttc::AsyncClient::new(m, 64);
-                (Handle::V3(client), tokio::spawn(run_v3(el, tx)))
+                (Handle::V3(client), tokio::spawn(forward(el, v3_event, tx)))
             }
             Version::V5 => {
                 let mut m = v5::MqttOptions::new(id, "127.0.0.1", port);
@@ -139,7 +139,7 @@ impl Probe {
                     m.set_last_will(will);
                 }
                 let (client, el) = v5::AsyncClient::new(m, 64);
-                (Handle::V5(client), tokio::spawn(run_v5(el, tx)))
+                (Handle::V5(client), tokio::spawn(forward(el, v5_event, tx)))
             }
         };
         let mut probe = Probe { handle, events: rx, early: Default::default(), task, id: id.to_string() };
@@ -318,36 +318,37 @@ pub fn topics(msgs: &[Msg]) -> Vec<&str> {
     msgs.iter().map(|m| m.topic.as_str()).collect()
 }
 
-async fn run_v3(mut el: rumqttc::EventLoop, tx: mpsc::UnboundedSender<Ev>) {
-    use rumqttc::{ConnectReturnCode, Event, Packet};
+/// A connection's event loop, of either protocol.
+trait EventLoop {
+    type Event;
+    fn next(&mut self) -> impl Future<Output = Result<Self::Event, String>> + Send;
+}
+
+impl EventLoop for rumqttc::EventLoop {
+    type Event = rumqttc::Event;
+    async fn next(&mut self) -> Result<rumqttc::Event, String> {
+        self.poll().await.map_err(|e| e.to_string())
+    }
+}
+
+impl EventLoop for v5::EventLoop {
+    type Event = v5::Event;
+    async fn next(&mut self) -> Result<v5::Event, String> {
+        self.poll().await.map_err(|e| e.to_string())
+    }
+}
+
+/// Polls a connection's event loop until it ends or nobody listens, handing on each event
+/// `convert` makes something of, and the error that ended it as [`Ev::Closed`].
+async fn forward<L: EventLoop>(mut el: L, convert: fn(L::Event) -> Option<Ev>, tx: mpsc::UnboundedSender<Ev>) {
     loop {
-        let ev = match el.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(a))) => Ev::ConnAck {
-                session_present: a.session_present,
-                refused: (a.code != ConnectReturnCode::Success).then(|| format!("{:?}", a.code)),
+        let ev = match el.next().await {
+            Ok(event) => match convert(event) {
+                Some(ev) => ev,
+                None => continue,
             },
-            Ok(Event::Incoming(Packet::SubAck(s))) => Ev::SubAck {
-                granted: s
-                    .return_codes
-                    .iter()
-                    .map(|c| match c {
-                        rumqttc::SubscribeReasonCode::Success(q) => Some(*q as u8),
-                        rumqttc::SubscribeReasonCode::Failure => None,
-                    })
-                    .collect(),
-            },
-            Ok(Event::Incoming(Packet::PubAck(_))) => Ev::PubAck { reason: None },
-            Ok(Event::Incoming(Packet::Publish(p))) => Ev::Publish(Msg {
-                topic: p.topic.clone(),
-                payload: p.payload.to_vec(),
-                retain: p.retain,
-                dup: p.dup,
-                qos: p.qos as u8,
-                raw: Box::new(Raw::V3(p)),
-            }),
-            Ok(_) => continue,
             Err(e) => {
-                let _ = tx.send(Ev::Closed(e.to_string()));
+                let _ = tx.send(Ev::Closed(e));
                 return;
             }
         };
@@ -357,44 +358,67 @@ async fn run_v3(mut el: rumqttc::EventLoop, tx: mpsc::UnboundedSender<Ev>) {
     }
 }
 
-async fn run_v5(mut el: v5::EventLoop, tx: mpsc::UnboundedSender<Ev>) {
+/// What a test sees of an MQTT 3.1.1 event; `None` for those it does not look at.
+fn v3_event(event: rumqttc::Event) -> Option<Ev> {
+    use rumqttc::{ConnectReturnCode, Event, Packet};
+    Some(match event {
+        Event::Incoming(Packet::ConnAck(a)) => Ev::ConnAck {
+            session_present: a.session_present,
+            refused: (a.code != ConnectReturnCode::Success).then(|| format!("{:?}", a.code)),
+        },
+        Event::Incoming(Packet::SubAck(s)) => Ev::SubAck {
+            granted: s
+                .return_codes
+                .iter()
+                .map(|c| match c {
+                    rumqttc::SubscribeReasonCode::Success(q) => Some(*q as u8),
+                    rumqttc::SubscribeReasonCode::Failure => None,
+                })
+                .collect(),
+        },
+        Event::Incoming(Packet::PubAck(_)) => Ev::PubAck { reason: None },
+        Event::Incoming(Packet::Publish(p)) => Ev::Publish(Msg {
+            topic: p.topic.clone(),
+            payload: p.payload.to_vec(),
+            retain: p.retain,
+            dup: p.dup,
+            qos: p.qos as u8,
+            raw: Box::new(Raw::V3(p)),
+        }),
+        _ => return None,
+    })
+}
+
+/// What a test sees of an MQTT 5 event; `None` for those it does not look at.
+fn v5_event(event: v5::Event) -> Option<Ev> {
     use v5::Event;
-    loop {
-        let ev = match el.poll().await {
-            Ok(Event::Incoming(p5::Packet::ConnAck(a))) => Ev::ConnAck {
-                session_present: a.session_present,
-                refused: (a.code != p5::ConnectReturnCode::Success).then(|| format!("{:?}", a.code)),
-            },
-            Ok(Event::Incoming(p5::Packet::SubAck(s))) => Ev::SubAck {
-                granted: s
-                    .return_codes
-                    .iter()
-                    .map(|c| match c {
-                        p5::SubscribeReasonCode::Success(q) => Some(*q as u8),
-                        _ => None,
-                    })
-                    .collect(),
-            },
-            Ok(Event::Incoming(p5::Packet::PubAck(a))) => {
-                Ev::PubAck { reason: (a.reason != p5::PubAckReason::Success).then(|| format!("{:?}", a.reason)) }
-            }
-            Ok(Event::Incoming(p5::Packet::Publish(p))) => Ev::Publish(Msg {
-                topic: String::from_utf8_lossy(&p.topic).into_owned(),
-                payload: p.payload.to_vec(),
-                retain: p.retain,
-                dup: p.dup,
-                qos: p.qos as u8,
-                raw: Box::new(Raw::V5(p)),
-            }),
-            Ok(Event::Incoming(p5::Packet::Disconnect(d))) => Ev::Disconnect(format!("{:?}", d.reason_code)),
-            Ok(_) => continue,
-            Err(e) => {
-                let _ = tx.send(Ev::Closed(e.to_string()));
-                return;
-            }
-        };
-        if tx.send(ev).is_err() {
-            return;
+    Some(match event {
+        Event::Incoming(p5::Packet::ConnAck(a)) => Ev::ConnAck {
+            session_present: a.session_present,
+            refused: (a.code != p5::ConnectReturnCode::Success).then(|| format!("{:?}", a.code)),
+        },
+        Event::Incoming(p5::Packet::SubAck(s)) => Ev::SubAck {
+            granted: s
+                .return_codes
+                .iter()
+                .map(|c| match c {
+                    p5::SubscribeReasonCode::Success(q) => Some(*q as u8),
+                    _ => None,
+                })
+                .collect(),
+        },
+        Event::Incoming(p5::Packet::PubAck(a)) => {
+            Ev::PubAck { reason: (a.reason != p5::PubAckReason::Success).then(|| format!("{:?}", a.reason)) }
         }
-    }
+        Event::Incoming(p5::Packet::Publish(p)) => Ev::Publish(Msg {
+            topic: String::from_utf8_lossy(&p.topic).into_owned(),
+            payload: p.payload.to_vec(),
+            retain: p.retain,
+            dup: p.dup,
+            qos: p.qos as u8,
+            raw: Box::new(Raw::V5(p)),
+        }),
+        Event::Incoming(p5::Packet::Disconnect(d)) => Ev::Disconnect(format!("{:?}", d.reason_code)),
+        _ => return None,
+    })
 }
