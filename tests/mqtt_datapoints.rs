@@ -197,3 +197,46 @@ async fn the_bridge_fetches_and_publishes_the_demo_sites_datapoints_by_itself() 
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
 }
+
+/// A network's first datapoint page re-renders the device config of every unit that gets a
+/// sensor: a change that comes in meanwhile is published before most of that work, not after
+/// all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_change_is_not_held_back_by_a_big_datapoint_page() {
+    const UNITS: u32 = 250;
+    let broker = Mosquitto::start();
+    let sim = Simulator::start_local(SimConfig::new(Site::generate(1, UNITS as usize))).await.expect("simulator");
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    let net = demo_network_ids(&sim)[0].clone();
+    let view = view_of(&sim, &net);
+    let unit = view.units.values().next().expect("a unit").clone();
+    bridge.updates.send(network_update(&view, Topology::default())).await.expect("runs");
+    let mut w = Watcher::start(broker.port(), "casambi/#").await;
+    let first = w.settle(Duration::from_millis(500), Duration::from_secs(20)).await;
+    let unit_topic = first
+        .iter()
+        .find(|s| {
+            s.topic.contains("/unit/")
+                && serde_json::from_str::<Value>(&s.payload).is_ok_and(|v| v["id"] == json!(unit.id))
+        })
+        .map(|s| s.topic.clone())
+        .expect("the unit's JSON");
+
+    // The change is ready before the page goes in, so that it follows right behind it.
+    sim.shared().world().control_unit(&net, unit.id.into(), &json!({"Dimmer": {"value": 0.3}})).expect("the unit");
+    let changed = view_of(&sim, &net).units[&unit.id].clone();
+    let energy: Vec<Datapoint> = view.units.keys().map(|id| point(Some(*id), "energy", "1", 0)).collect();
+    bridge.updates.send(datapoints(&net, energy)).await.expect("runs");
+    bridge.updates.send(Update::Unit { network: net.as_str().into(), unit: changed }).await.expect("runs");
+
+    let seen = w.settle(Duration::from_millis(500), Duration::from_secs(30)).await;
+    let is_data = |t: &str| t.ends_with("/data");
+    let state = seen.iter().position(|s| s.topic == unit_topic).unwrap_or_else(|| {
+        panic!("the change was not published: {:?}", seen.iter().map(|s| &s.topic).collect::<Vec<_>>())
+    });
+    let data_before = seen[..state].iter().filter(|s| is_data(&s.topic)).count();
+    let data_all = seen.iter().filter(|s| is_data(&s.topic)).count();
+    assert_eq!(data_all, UNITS as usize, "every unit's data published in the end");
+    assert!(data_before < data_all / 4, "{data_before} of {data_all} units' datapoints went out before the change");
+    bridge.stop().await;
+}

@@ -13,10 +13,12 @@
 //! with the time they were raised.
 
 mod connection;
+mod data_queue;
 mod inbox;
 mod notices;
 mod send;
 
+use data_queue::{DATA_DELAY, DataQueue};
 use send::{Batch, publications};
 
 use super::client::{Client, ClientEvent, Events, Message};
@@ -118,6 +120,8 @@ pub(crate) struct Publisher {
     groups_stale: Option<Instant>,
     /// The `devices:` keys already warned of as matching nothing.
     devices_warned: HashSet<String>,
+    /// Units whose new datapoints are taken in but not yet published ([`DataQueue`]).
+    data: DataQueue,
 }
 
 impl Publisher {
@@ -149,6 +153,7 @@ impl Publisher {
             bridge_stale: None,
             groups_stale: None,
             devices_warned: HashSet::new(),
+            data: DataQueue::default(),
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -189,6 +194,9 @@ impl Publisher {
                 },
                 () = std::future::ready(()), if due(self.groups_stale, &updates, GROUP_DELAY) => self.render_groups().await,
                 () = std::future::ready(()), if due(self.bridge_stale, &updates, BRIDGE_INFO_DELAY) => self.render_bridge().await,
+                () = tokio::time::sleep_until(self.data.next_at()), if due(self.data.since(), &updates, DATA_DELAY) => {
+                    self.render_data().await;
+                }
                 _ = tokio::time::sleep_until(birth.unwrap_or_else(Instant::now)), if birth.is_some() => {
                     self.birth_at = None;
                     tracing::info!("republishing discovery and state after Home Assistant's birth message");
@@ -256,7 +264,7 @@ impl Publisher {
                 self.send(ops, Batch::Change).await;
             }
             Update::Photos { network, photos } => self.photos_changed(&network, photos).await,
-            Update::Datapoints { network, points } => self.datapoints_changed(&network, &points).await,
+            Update::Datapoints { network, points } => self.datapoints_changed(&network, &points),
             Update::Event { network, unit, event, at } => self.publish_event(&network, unit, event, at).await,
             Update::Problem { network, message } => {
                 let topic = network
@@ -348,6 +356,8 @@ impl Publisher {
     /// exist lose their topics. A device config among `previous` that was published is handed on
     /// as the text replaced.
     async fn render_network(&mut self, network: &str, previous: &[(String, String)]) {
+        // Rendered whole, with the latest datapoints: none of its units waits any more.
+        self.data.forget_network(network);
         let Some(owners) = self.nets.get(network).map(NetMirror::owners) else { return };
         for chunk in owners.chunks(OWNERS_PER_SEND) {
             let Some(mirror) = self.nets.get(network) else { return };
@@ -378,25 +388,34 @@ impl Publisher {
         self.send(ops, Batch::Change).await;
     }
 
-    /// Takes in new datapoints of a network and publishes the units whose latest values changed:
-    /// their data topics, and their device configs when a key with a sensor is new. A unit the
+    /// Takes in new datapoints of a network and queues the units whose latest values changed, to
+    /// be published a few at a time between live updates ([`Publisher::render_data`]). A unit the
     /// mirror does not know yet keeps its data for when it appears.
-    async fn datapoints_changed(&mut self, network: &str, points: &[crate::cloud::datapoints::Datapoint]) {
+    fn datapoints_changed(&mut self, network: &str, points: &[crate::cloud::datapoints::Datapoint]) {
         let Some(mirror) = self.nets.get_mut(network) else {
             tracing::debug!(%network, "datapoints of an unknown network");
             return;
         };
-        let changed = mirror.data.take(points);
-        let owners: Vec<Owner> = changed
-            .into_iter()
-            .filter(|id| mirror.view.units.contains_key(id))
-            .map(|id| Owner::Unit(mirror.key.clone(), id))
-            .collect();
-        for chunk in owners.chunks(OWNERS_PER_SEND) {
-            let Some(mirror) = self.nets.get(network) else { return };
-            let ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, chunk);
-            self.send(ops, Batch::Change).await;
+        for id in mirror.data.take(points) {
+            if mirror.view.units.contains_key(&id) {
+                self.data.push(Owner::Unit(mirror.key.clone(), id));
+            }
         }
+    }
+
+    /// Publishes the next few units of [`Publisher::data`]: their data topics, and their device
+    /// configs when a key with a sensor is new.
+    async fn render_data(&mut self) {
+        let turn = self.data.next_turn();
+        let Some(Owner::Unit(network, _)) = turn.first() else { return };
+        let Some(mirror) = self.nets.get(&**network) else { return };
+        // A unit removed meanwhile has nothing left to publish.
+        let turn: Vec<Owner> = turn
+            .into_iter()
+            .filter(|o| matches!(o, Owner::Unit(_, id) if mirror.view.units.contains_key(id)))
+            .collect();
+        let ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, &turn);
+        self.send(ops, Batch::Change).await;
     }
 
     /// The device discovery configs of `mirror`'s network and units (empty unless discovery is per
