@@ -398,7 +398,7 @@ impl Publisher {
         };
         for id in mirror.data.take(points) {
             if mirror.view.units.contains_key(&id) {
-                self.data.push(Owner::Unit(mirror.key.clone(), id));
+                self.data.push(mirror.key.clone(), id);
             }
         }
     }

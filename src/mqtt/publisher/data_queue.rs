@@ -9,6 +9,7 @@
 
 use super::super::store::Owner;
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
 /// How many units' datapoints are published in one turn: each may re-render a device config
@@ -22,11 +23,14 @@ pub(super) const DATA_DELAY: Duration = Duration::from_millis(50);
 /// what a broker takes in a second, so its queues stay short for the live changes.
 pub(super) const DATA_TURN_INTERVAL: Duration = Duration::from_millis(2);
 
+/// A unit: its network's id and its id.
+type Unit = (Arc<str>, u32);
+
 /// The units waiting, in arrival order, each once.
 #[derive(Debug, Default)]
 pub(super) struct DataQueue {
-    waiting: VecDeque<Owner>,
-    queued: HashSet<Owner>,
+    waiting: VecDeque<Unit>,
+    queued: HashSet<Unit>,
     /// Since when the first unit waiting has waited (`None` when none waits).
     since: Option<Instant>,
     /// When the next turn may be taken.
@@ -34,10 +38,10 @@ pub(super) struct DataQueue {
 }
 
 impl DataQueue {
-    /// Queues `owner` unless it is waiting already.
-    pub(super) fn push(&mut self, owner: Owner) {
-        if self.queued.insert(owner.clone()) {
-            self.waiting.push_back(owner);
+    /// Queues unit `id` of `network` unless it is waiting already.
+    pub(super) fn push(&mut self, network: Arc<str>, id: u32) {
+        if self.queued.insert((network.clone(), id)) {
+            self.waiting.push_back((network, id));
             self.since.get_or_insert_with(Instant::now);
         }
     }
@@ -52,23 +56,17 @@ impl DataQueue {
         self.next_at.unwrap_or_else(Instant::now)
     }
 
-    /// The next units to publish: at most [`DATA_OWNERS_PER_TURN`], of one network.
+    /// The next units to publish: at most [`DATA_OWNERS_PER_TURN`], of one network, as owners.
     pub(super) fn next_turn(&mut self) -> Vec<Owner> {
         self.next_at = Some(Instant::now() + DATA_TURN_INTERVAL);
         let mut turn: Vec<Owner> = Vec::with_capacity(DATA_OWNERS_PER_TURN);
-        while turn.len() < DATA_OWNERS_PER_TURN {
-            let same_network = match (turn.first(), self.waiting.front()) {
-                (_, None) => break,
-                (None, Some(_)) => true,
-                (Some(first), Some(next)) => network(first) == network(next),
-            };
-            if !same_network {
-                break;
-            }
-            if let Some(owner) = self.waiting.pop_front() {
-                self.queued.remove(&owner);
-                turn.push(owner);
-            }
+        while turn.len() < DATA_OWNERS_PER_TURN
+            && let Some((network, _)) = self.waiting.front()
+            && turn.first().is_none_or(|first| matches!(first, Owner::Unit(n, _) if n == network))
+            && let Some(unit) = self.waiting.pop_front()
+        {
+            self.queued.remove(&unit);
+            turn.push(Owner::Unit(unit.0, unit.1));
         }
         self.since = if self.waiting.is_empty() { None } else { Some(Instant::now()) };
         turn
@@ -76,26 +74,17 @@ impl DataQueue {
 
     /// Forgets the units of `network` (it is gone, or rendered whole).
     pub(super) fn forget_network(&mut self, id: &str) {
-        self.waiting.retain(|o| network(o) != Some(id));
-        self.queued.retain(|o| network(o) != Some(id));
+        self.waiting.retain(|(network, _)| &**network != id);
+        self.queued.retain(|(network, _)| &**network != id);
         if self.waiting.is_empty() {
             self.since = None;
         }
     }
 }
 
-/// The network an owner of the queue belongs to.
-fn network(owner: &Owner) -> Option<&str> {
-    match owner {
-        Owner::Unit(network, _) => Some(network),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn unit(network: &str, id: u32) -> Owner {
         Owner::Unit(Arc::from(network), id)
@@ -106,15 +95,15 @@ mod tests {
         let mut q = DataQueue::default();
         assert!(q.since().is_none());
         for id in 1..=6 {
-            q.push(unit("a", id));
+            q.push("a".into(), id);
         }
-        q.push(unit("a", 2));
-        q.push(unit("b", 1));
+        q.push("a".into(), 2);
+        q.push("b".into(), 1);
         assert!(q.since().is_some());
         assert_eq!(q.next_turn(), [unit("a", 1), unit("a", 2), unit("a", 3), unit("a", 4)]);
         assert_eq!(q.next_turn(), [unit("a", 5), unit("a", 6)]);
         // Taken, so it may wait again.
-        q.push(unit("a", 1));
+        q.push("a".into(), 1);
         assert_eq!(q.next_turn(), [unit("b", 1)]);
         assert_eq!(q.next_turn(), [unit("a", 1)]);
         assert!(q.next_turn().is_empty());
@@ -124,11 +113,11 @@ mod tests {
     #[tokio::test]
     async fn a_network_forgotten_leaves_the_others_waiting() {
         let mut q = DataQueue::default();
-        q.push(unit("a", 1));
-        q.push(unit("b", 1));
+        q.push("a".into(), 1);
+        q.push("b".into(), 1);
         q.forget_network("a");
         assert_eq!(q.next_turn(), [unit("b", 1)]);
-        q.push(unit("a", 1));
+        q.push("a".into(), 1);
         q.forget_network("a");
         assert!(q.since().is_none() && q.next_turn().is_empty());
     }
