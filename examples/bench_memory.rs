@@ -15,7 +15,6 @@ use casambi2mqtt::mqtt::discovery::Discovery;
 use casambi2mqtt::mqtt::mirror::NetMirror;
 use casambi2mqtt::mqtt::plan;
 use casambi2mqtt::mqtt::render::Renderer;
-use casambi2mqtt::mqtt::store::Owner;
 use casambi2mqtt::mqtt::store::Store;
 use casambi2mqtt::mqtt::topics::Layout;
 use casambi2mqtt::sim::render;
@@ -188,8 +187,8 @@ fn main() -> anyhow::Result<()> {
     let after_data = report("publisher: latest datapoints", after_store, total_units, args.sizes);
     let mut data_topics = 0usize;
     for m in &mirrors {
-        let owners: Vec<Owner> = m.view.units.keys().map(|id| Owner::Unit(m.key.clone(), *id)).collect();
-        for op in plan::owner_ops(&renderer, &mut store, m, &owners) {
+        let units: Vec<u32> = m.view.units.keys().copied().collect();
+        for op in plan::data_ops(&renderer, &mut store, m, &units) {
             store.record(op.receipt());
             data_topics += 1;
         }

@@ -203,6 +203,18 @@ pub fn removed_ops(store: &mut Store, network: &str, owners: &[Owner]) -> Vec<Op
     ops
 }
 
+/// Renders units of `mirror` whose datapoints changed: each unit (its device config lists a
+/// sensor for each key that has one), then its datapoints ([`Owner::Data`]). A unit removed
+/// meanwhile has nothing left to publish.
+pub fn data_ops(renderer: &Renderer, store: &mut Store, mirror: &NetMirror, units: &[u32]) -> Vec<Op> {
+    let owners: Vec<Owner> = units
+        .iter()
+        .filter(|id| mirror.view.units.contains_key(id))
+        .flat_map(|id| [Owner::Unit(mirror.key.clone(), *id), Owner::Data(mirror.key.clone(), *id)])
+        .collect();
+    owner_ops(renderer, store, mirror, &owners)
+}
+
 /// Renders the given owners of `mirror`.
 pub fn owner_ops(renderer: &Renderer, store: &mut Store, mirror: &NetMirror, owners: &[Owner]) -> Vec<Op> {
     let mut ops = Vec::new();
@@ -289,6 +301,48 @@ mod tests {
             assert!(store.wants_exactly(&owner, &renderer.unit(&mirror, 1)));
             assert!(store.wants_exactly(&Owner::Group("n1".into(), 1), &renderer.group(&mirror, 1)));
         }
+    }
+
+    #[test]
+    fn a_unit_s_datapoints_are_an_owner_of_their_own() {
+        use crate::cloud::datapoints::{Datapoint, DatapointValue};
+        let (renderer, mut store, mut mirror) = setup(DiscoveryMode::Device);
+        let (unit_owner, data_owner) = (Owner::Unit("n1".into(), 1), Owner::Data("n1".into(), 1));
+        let unit_topics = store.topics_of(&unit_owner);
+        let time = chrono::DateTime::UNIX_EPOCH;
+        let point = Datapoint { time, unit: Some(1), key: "energy".into(), value: DatapointValue::parse("1.5") };
+        assert_eq!(mirror.data.take(&[point]).into_iter().collect::<Vec<_>>(), [1]);
+        let ops = data_ops(&renderer, &mut store, &mirror, &[1]);
+        assert_eq!(
+            topics(&ops),
+            [
+                "homeassistant/device/casambi2mqtt_n1_a1/config",
+                "casambi/home/unit/lamp/data",
+                "casambi/home/unit/lamp/data/energy"
+            ],
+            "the device config gains the energy sensor"
+        );
+        assert_eq!(store.topics_of(&unit_owner), unit_topics, "the unit keeps its topics");
+        assert_eq!(store.topics_of(&data_owner), ["casambi/home/unit/lamp/data", "casambi/home/unit/lamp/data/energy"]);
+        assert!(mirror.owners().contains(&data_owner));
+        for op in &ops {
+            store.record(op.receipt());
+        }
+        // A unit that goes takes its datapoints' topics with it.
+        mirror.view.units.remove(&1);
+        mirror.reslug();
+        mirror.recache_groups();
+        let ops = network_ops(&renderer, &mut store, &mirror);
+        let cleared: Vec<&str> = ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Clear { topic } => Some(topic.as_str()),
+                Op::Publish { .. } => None,
+            })
+            .collect();
+        assert!(cleared.contains(&"casambi/home/unit/lamp/data/energy"), "{cleared:?}");
+        assert!(cleared.contains(&"casambi/home/unit/lamp/data"), "{cleared:?}");
+        assert!(store.topics_of(&data_owner).is_empty());
     }
 
     #[test]

@@ -406,15 +406,9 @@ impl Publisher {
     /// Publishes the next few units of [`Publisher::data`]: their data topics, and their device
     /// configs when a key with a sensor is new.
     async fn render_data(&mut self) {
-        let turn = self.data.next_turn();
-        let Some(Owner::Unit(network, _)) = turn.first() else { return };
-        let Some(mirror) = self.nets.get(&**network) else { return };
-        // A unit removed meanwhile has nothing left to publish.
-        let turn: Vec<Owner> = turn
-            .into_iter()
-            .filter(|o| matches!(o, Owner::Unit(_, id) if mirror.view.units.contains_key(id)))
-            .collect();
-        let ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, &turn);
+        let Some((network, units)) = self.data.next_turn() else { return };
+        let Some(mirror) = self.nets.get(&*network) else { return };
+        let ops = plan::data_ops(&self.renderer, &mut self.store, mirror, &units);
         self.send(ops, Batch::Change).await;
     }
 

@@ -306,18 +306,18 @@ impl Renderer {
         unit_json(unit, &mirror.caps(unit))
     }
 
-    /// A unit's topics: its device and entities, its logged datapoints, its JSON, its attribute
-    /// topics, its availability. The datapoints come before the state topics: a state change
-    /// updates the owner's last topics in place ([`super::store::Store::update_state`]).
+    /// A unit's topics: its device and entities, its JSON, its attribute topics, its
+    /// availability. The state topics come last: a state change updates the owner's last topics
+    /// in place ([`super::store::Store::update_state`]). Its logged datapoints have an owner of
+    /// their own ([`Owner::Data`], [`Renderer::unit_data_topics`]).
     pub fn unit(&self, mirror: &NetMirror, id: u32) -> Topics {
         let mut out = self.unit_discovery(mirror, id);
-        out.extend(self.unit_data_topics(mirror, id));
         out.extend(self.unit_state_topics(mirror, id));
         out
     }
 
-    /// `<unit>/data` and, with attribute topics, `<unit>/data/<key>`; nothing before the unit
-    /// reported a datapoint.
+    /// The topics of a unit's [`Owner::Data`]: `<unit>/data` and, with attribute topics,
+    /// `<unit>/data/<key>`; nothing before the unit reported a datapoint.
     pub fn unit_data_topics(&self, mirror: &NetMirror, id: u32) -> Topics {
         let (Some(data), Some(slug)) = (mirror.data.unit(id), mirror.unit_slugs.get(&id)) else {
             return Vec::new();
@@ -406,6 +406,7 @@ impl Renderer {
             Owner::Bridge => Vec::new(),
             Owner::Network(_) => self.network(mirror),
             Owner::Unit(_, id) => self.unit(mirror, *id),
+            Owner::Data(_, id) => self.unit_data_topics(mirror, *id),
             Owner::Group(_, id) => self.group(mirror, *id),
             Owner::Scene(_, id) => self.scene(mirror, *id),
         }

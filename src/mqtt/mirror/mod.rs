@@ -135,6 +135,8 @@ impl NetMirror {
         let id = &self.key;
         let mut o = vec![Owner::Network(id.clone())];
         o.extend(self.view.units.keys().map(|u| Owner::Unit(id.clone(), *u)));
+        let with_data = self.view.units.keys().filter(|u| self.data.unit(**u).is_some());
+        o.extend(with_data.map(|u| Owner::Data(id.clone(), *u)));
         o.extend(self.view.groups.keys().map(|g| Owner::Group(id.clone(), *g)));
         o.extend(self.view.scenes.keys().map(|s| Owner::Scene(id.clone(), *s)));
         o

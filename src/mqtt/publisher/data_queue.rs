@@ -7,14 +7,13 @@
 //! takes the units a few at a time, at most every [`DATA_TURN_INTERVAL`], whenever no update
 //! waits (or one has waited [`DATA_DELAY`]).
 
-use super::super::store::Owner;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
 /// How many units' datapoints are published in one turn: each may re-render a device config
 /// (~200,000 instructions), so a live change waits at most a few of those.
-pub(super) const DATA_OWNERS_PER_TURN: usize = 4;
+pub(super) const DATA_UNITS_PER_TURN: usize = 4;
 
 /// How long the datapoints may wait while updates keep coming.
 pub(super) const DATA_DELAY: Duration = Duration::from_millis(50);
@@ -56,20 +55,21 @@ impl DataQueue {
         self.next_at.unwrap_or_else(Instant::now)
     }
 
-    /// The next units to publish: at most [`DATA_OWNERS_PER_TURN`], of one network, as owners.
-    pub(super) fn next_turn(&mut self) -> Vec<Owner> {
+    /// The next units to publish: at most [`DATA_UNITS_PER_TURN`], of one network; `None` when
+    /// none waits.
+    pub(super) fn next_turn(&mut self) -> Option<(Arc<str>, Vec<u32>)> {
         self.next_at = Some(Instant::now() + DATA_TURN_INTERVAL);
-        let mut turn: Vec<Owner> = Vec::with_capacity(DATA_OWNERS_PER_TURN);
-        while turn.len() < DATA_OWNERS_PER_TURN
-            && let Some((network, _)) = self.waiting.front()
-            && turn.first().is_none_or(|first| matches!(first, Owner::Unit(n, _) if n == network))
+        let network = self.waiting.front()?.0.clone();
+        let mut ids = Vec::with_capacity(DATA_UNITS_PER_TURN);
+        while ids.len() < DATA_UNITS_PER_TURN
+            && self.waiting.front().is_some_and(|(n, _)| *n == network)
             && let Some(unit) = self.waiting.pop_front()
         {
+            ids.push(unit.1);
             self.queued.remove(&unit);
-            turn.push(Owner::Unit(unit.0, unit.1));
         }
         self.since = if self.waiting.is_empty() { None } else { Some(Instant::now()) };
-        turn
+        Some((network, ids))
     }
 
     /// Forgets the units of `network` (it is gone, or rendered whole).
@@ -86,8 +86,8 @@ impl DataQueue {
 mod tests {
     use super::*;
 
-    fn unit(network: &str, id: u32) -> Owner {
-        Owner::Unit(Arc::from(network), id)
+    fn turn(network: &str, ids: &[u32]) -> Option<(Arc<str>, Vec<u32>)> {
+        Some((Arc::from(network), ids.to_vec()))
     }
 
     #[tokio::test]
@@ -100,13 +100,13 @@ mod tests {
         q.push("a".into(), 2);
         q.push("b".into(), 1);
         assert!(q.since().is_some());
-        assert_eq!(q.next_turn(), [unit("a", 1), unit("a", 2), unit("a", 3), unit("a", 4)]);
-        assert_eq!(q.next_turn(), [unit("a", 5), unit("a", 6)]);
+        assert_eq!(q.next_turn(), turn("a", &[1, 2, 3, 4]));
+        assert_eq!(q.next_turn(), turn("a", &[5, 6]));
         // Taken, so it may wait again.
         q.push("a".into(), 1);
-        assert_eq!(q.next_turn(), [unit("b", 1)]);
-        assert_eq!(q.next_turn(), [unit("a", 1)]);
-        assert!(q.next_turn().is_empty());
+        assert_eq!(q.next_turn(), turn("b", &[1]));
+        assert_eq!(q.next_turn(), turn("a", &[1]));
+        assert!(q.next_turn().is_none());
         assert!(q.since().is_none());
     }
 
@@ -116,9 +116,9 @@ mod tests {
         q.push("a".into(), 1);
         q.push("b".into(), 1);
         q.forget_network("a");
-        assert_eq!(q.next_turn(), [unit("b", 1)]);
+        assert_eq!(q.next_turn(), turn("b", &[1]));
         q.push("a".into(), 1);
         q.forget_network("a");
-        assert!(q.since().is_none() && q.next_turn().is_empty());
+        assert!(q.since().is_none() && q.next_turn().is_none());
     }
 }

@@ -48,6 +48,11 @@ pub enum Owner {
     Network(Arc<str>),
     /// A unit (network id, unit id).
     Unit(Arc<str>, u32),
+    /// A unit's datapoints, `<unit>/data` and the topics below it (network id, unit id). Apart
+    /// from the unit: its first datapoints then add records of their own instead of moving
+    /// every unit's record to bigger blocks, which would leave the old blocks' pages pinned by
+    /// whatever the allocator places between them meanwhile.
+    Data(Arc<str>, u32),
     /// A group (network id, group id).
     Group(Arc<str>, u32),
     /// A scene (network id, scene id).
@@ -250,8 +255,18 @@ impl Store {
             self.orphans.insert(fingerprint(&topic), topic.as_str().into());
             ops.push(Op::Clear { topic });
         }
-        if !new.slots.is_empty() {
-            self.wanted.insert(&owner, new);
+        // Same topics: the owner's record stays in the blocks it has, with the new prints. A
+        // record that moved to new blocks on every render would leave its old blocks' pages to
+        // whatever the allocator puts between them (a big site's start-up re-renders every unit).
+        let kept = match old {
+            Some(mut old) if same_topics => {
+                old.slots.copy_from_slice(&new.slots);
+                old
+            }
+            _ => new,
+        };
+        if !kept.slots.is_empty() {
+            self.wanted.insert(&owner, kept);
         }
         ops
     }

@@ -28,18 +28,16 @@ impl<V> Default for OwnerMap<V> {
     }
 }
 
-/// One network's values: its own, and its units', groups' and scenes' sorted by id.
+/// One network's values: its own, and its members' in one list per [`Kind`], sorted by id.
 #[derive(Debug)]
 struct NetworkEntries<V> {
     network: Option<V>,
-    units: Vec<(u32, V)>,
-    groups: Vec<(u32, V)>,
-    scenes: Vec<(u32, V)>,
+    lists: [Vec<(u32, V)>; Kind::ALL.len()],
 }
 
 impl<V> Default for NetworkEntries<V> {
     fn default() -> Self {
-        NetworkEntries { network: None, units: Vec::new(), groups: Vec::new(), scenes: Vec::new() }
+        NetworkEntries { network: None, lists: Default::default() }
     }
 }
 
@@ -47,15 +45,20 @@ impl<V> Default for NetworkEntries<V> {
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     Unit,
+    Data,
     Group,
     Scene,
 }
 
 impl Kind {
+    /// Every kind, in the order of [`OwnerMap::owners_of`].
+    const ALL: [Kind; 4] = [Kind::Unit, Kind::Data, Kind::Group, Kind::Scene];
+
     /// The owner of `id` in this list of `network`.
     fn owner(self, network: Arc<str>, id: u32) -> Owner {
         match self {
             Kind::Unit => Owner::Unit(network, id),
+            Kind::Data => Owner::Data(network, id),
             Kind::Group => Owner::Group(network, id),
             Kind::Scene => Owner::Scene(network, id),
         }
@@ -72,6 +75,7 @@ fn place(owner: &Owner) -> Option<Place<'_>> {
         Owner::Bridge => None,
         Owner::Network(n) => Some((n, None)),
         Owner::Unit(n, id) => Some((n, Some((Kind::Unit, *id)))),
+        Owner::Data(n, id) => Some((n, Some((Kind::Data, *id)))),
         Owner::Group(n, id) => Some((n, Some((Kind::Group, *id)))),
         Owner::Scene(n, id) => Some((n, Some((Kind::Scene, *id)))),
     }
@@ -84,28 +88,20 @@ fn search<V>(list: &[(u32, V)], id: u32) -> Result<usize, usize> {
 
 impl<V> NetworkEntries<V> {
     fn list(&self, kind: Kind) -> &Vec<(u32, V)> {
-        match kind {
-            Kind::Unit => &self.units,
-            Kind::Group => &self.groups,
-            Kind::Scene => &self.scenes,
-        }
+        &self.lists[kind as usize]
     }
 
     fn list_mut(&mut self, kind: Kind) -> &mut Vec<(u32, V)> {
-        match kind {
-            Kind::Unit => &mut self.units,
-            Kind::Group => &mut self.groups,
-            Kind::Scene => &mut self.scenes,
-        }
+        &mut self.lists[kind as usize]
     }
 
     fn is_empty(&self) -> bool {
-        self.network.is_none() && self.units.is_empty() && self.groups.is_empty() && self.scenes.is_empty()
+        self.network.is_none() && self.lists.iter().all(Vec::is_empty)
     }
 
-    /// Every value, the network's first, then units, groups and scenes by id.
+    /// Every value, the network's first, then its members' list by list, each by id.
     fn values(&self) -> impl Iterator<Item = &V> {
-        let members = [&self.units, &self.groups, &self.scenes].into_iter().flatten().map(|(_, v)| v);
+        let members = self.lists.iter().flatten().map(|(_, v)| v);
         self.network.iter().chain(members)
     }
 }
@@ -190,10 +186,11 @@ impl<V> OwnerMap<V> {
         self.bridge.iter().chain(self.networks.values().flat_map(NetworkEntries::values))
     }
 
-    /// The owners of `network`'s values: the network, then its units, groups and scenes by id.
+    /// The owners of `network`'s values: the network, then its units, their datapoints, its
+    /// groups and its scenes, each by id.
     pub fn owners_of(&self, network: &str) -> Vec<Owner> {
         let Some((name, entries)) = self.networks.get_key_value(network) else { return Vec::new() };
-        let members = [Kind::Unit, Kind::Group, Kind::Scene]
+        let members = Kind::ALL
             .into_iter()
             .flat_map(|kind| entries.list(kind).iter().map(move |(id, _)| kind.owner(Arc::clone(name), *id)));
         entries.network.as_ref().map(|_| Owner::Network(Arc::clone(name))).into_iter().chain(members).collect()

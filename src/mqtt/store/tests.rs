@@ -343,3 +343,20 @@ fn a_topic_wanted_again_before_its_clear_went_out_is_cleared_when_it_goes_again(
     let _unsent = s.remove(&o);
     assert_eq!(s.resync(), vec![clear("lamp"), clear("lamp/state")]);
 }
+
+#[test]
+fn a_render_with_the_same_topics_keeps_the_owner_s_record_in_its_blocks() {
+    let mut s = Store::default();
+    let o = Owner::Unit("n".into(), 1);
+    let blocks = |s: &Store| s.wanted.get(&o).map(|w| (w.slots.as_ptr(), w.names.as_ptr()));
+    let ops = s.set(o.clone(), t(&[("a", "1"), ("a/brightness", "2")]));
+    apply(&mut s, &ops);
+    let first = blocks(&s);
+    assert!(first.is_some());
+    assert_eq!(s.set(o.clone(), t(&[("a", "1"), ("a/brightness", "3")])), vec![publish("a/brightness", "3")]);
+    assert_eq!(blocks(&s), first, "the new prints are written where the old ones were");
+    assert!(s.wants_exactly(&o, &t(&[("a", "1"), ("a/brightness", "3")])));
+    let ops = s.set(o.clone(), t(&[("a", "1"), ("a/brightness", "3"), ("b", "4")]));
+    assert_eq!(ops, vec![publish("b", "4")]);
+    assert!(s.wants_exactly(&o, &t(&[("a", "1"), ("a/brightness", "3"), ("b", "4")])));
+}
