@@ -347,7 +347,7 @@ async fn home_assistant_lists_drives_and_keeps_both_bridges() {
 async fn home_assistant_restart_on_the_demos_embedded_broker_keeps_every_entity() {
     let _one = ONE_AT_A_TIME.lock().await;
     let started = Instant::now();
-    let port = ha_support::free_port();
+    let port = common::free_port();
     let (_demo, out) = Process::bridge("demo", &["demo", "--mqtt-port", &port.to_string(), "--activity", "0"], &[]);
     Process::line_with(out, "simulated cloud");
     let offline = offline_units(&Site::demo());

@@ -3,6 +3,7 @@
 //! an error fails, and so does a key Home Assistant drops. The live test sites go through the
 //! same check in tests/homeassistant_e2e.rs.
 
+mod common;
 mod ha_support;
 
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! sessions and retained messages in JetStream, which it therefore needs (and a `server_name`).
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,10 +21,7 @@ pub fn nats_binary() -> PathBuf {
         })
 }
 
-/// A free loopback port.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
-}
+pub use crate::common::free_port;
 
 /// How often a node moves to fresh ports when the ones it was given are taken.
 const PORT_RETRIES: usize = 5;

@@ -6,6 +6,7 @@
 //! the tests fail: they are the judge, not an option.
 #![allow(dead_code)]
 
+use crate::common::free_port;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -31,11 +32,6 @@ pub fn venv() -> PathBuf {
         venv.display()
     );
     venv
-}
-
-/// A free loopback port.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 
 fn script(name: &str) -> PathBuf {
