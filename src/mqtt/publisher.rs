@@ -222,9 +222,13 @@ impl Publisher {
                 // keeps no payloads).
                 let old = self.nets.get(&id).map(|mirror| self.device_configs(mirror)).unwrap_or_default();
                 // Photos and datapoints come apart from the view ([`Update::Photos`],
-                // [`Update::Datapoints`]) and stay until replaced.
-                let (photos, data) =
-                    self.nets.get(&id).map(|mirror| (mirror.photos.clone(), mirror.data.clone())).unwrap_or_default();
+                // [`Update::Datapoints`]) and stay until replaced: moved from the mirror the new
+                // one replaces.
+                let (photos, data) = self
+                    .nets
+                    .get_mut(&id)
+                    .map(|mirror| (mirror.photos.clone(), std::mem::take(&mut mirror.data)))
+                    .unwrap_or_default();
                 let devices = self.config.devices.clone();
                 let mut mirror = NetMirror::with_devices(view, slug, key_slug, devices);
                 mirror.photos = photos;
