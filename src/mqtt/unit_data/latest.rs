@@ -243,6 +243,7 @@ impl NetData {
     /// without a unit (the service may log network-wide values) have nowhere to go and are
     /// counted in the debug log.
     pub fn take(&mut self, points: &[Datapoint]) -> BTreeSet<u32> {
+        self.add_units(points);
         let mut changed = BTreeSet::new();
         let mut unitless = 0usize;
         for point in points {
@@ -258,24 +259,31 @@ impl NetData {
                     k
                 }
             };
-            let at = match self.units.binary_search_by_key(&unit, |(id, _)| *id) {
-                Ok(at) => at,
-                Err(at) => {
-                    self.units.insert(at, (unit, UnitData::default()));
-                    at
-                }
-            };
+            let Ok(at) = self.units.binary_search_by_key(&unit, |(id, _)| *id) else { continue };
             let Some((_, data)) = self.units.get_mut(at) else { continue };
             if data.note(&mut self.sets, &key, &point.value, point.time) {
                 changed.insert(unit);
             }
         }
         self.sets.prune();
-        self.units.shrink_to_fit();
         if unitless > 0 {
             tracing::debug!(points = unitless, "datapoints without a unit left out");
         }
         changed
+    }
+
+    /// Gives the units of `points` that have no data yet a place, all in one sort: a first page
+    /// brings every unit of the network at once, in no order of units.
+    fn add_units(&mut self, points: &[Datapoint]) {
+        let mut new: Vec<u32> = points.iter().filter_map(|p| p.unit).filter(|u| self.unit(*u).is_none()).collect();
+        if new.is_empty() {
+            return;
+        }
+        new.sort_unstable();
+        new.dedup();
+        self.units.extend(new.into_iter().map(|unit| (unit, UnitData::default())));
+        self.units.sort_unstable_by_key(|(id, _)| *id);
+        self.units.shrink_to_fit();
     }
 }
 
@@ -342,6 +350,28 @@ mod tests {
         assert_eq!(a.keys().collect::<Vec<_>>(), ["energy", "power"]);
         drop((a, b));
         assert_eq!(data.sets.0.len(), 1, "the set of `power` alone is no one's any more");
+    }
+
+    #[test]
+    fn units_come_in_any_order_and_each_keeps_its_own_values() {
+        let mut data = NetData::default();
+        let point = |unit, value: &str| Datapoint {
+            time: at(0),
+            unit: Some(unit),
+            key: "power".into(),
+            value: DatapointValue::parse(value),
+        };
+        let changed = data.take(&[point(9, "9"), point(3, "3"), point(7, "7"), point(3, "3"), point(1, "1")]);
+        assert_eq!(changed.into_iter().collect::<Vec<_>>(), [1, 3, 7, 9]);
+        let changed = data.take(&[point(5, "5"), point(3, "30"), point(2, "2")]);
+        assert_eq!(changed.into_iter().collect::<Vec<_>>(), [2, 3, 5]);
+        for (unit, value) in [(1, "1"), (2, "2"), (3, "30"), (5, "5"), (7, "7"), (9, "9")] {
+            let values: Vec<DatapointValue> =
+                data.unit(unit).map(|d| d.latest().map(|(_, l)| l.value).collect()).unwrap_or_default();
+            assert_eq!(values, [DatapointValue::parse(value)], "unit {unit}");
+        }
+        assert!(data.unit(4).is_none());
+        assert!(data.units.windows(2).all(|w| w[0].0 < w[1].0), "sorted by unit, each once");
     }
 
     #[test]
