@@ -335,15 +335,15 @@ mod tests {
         }
     }
 
+    /// A point of `unit` logged at minute 0.
+    fn point(unit: u32, key: &str, value: &str) -> Datapoint {
+        Datapoint { time: at(0), unit: Some(unit), key: key.into(), value: DatapointValue::parse(value) }
+    }
+
     #[test]
     fn units_with_the_same_keys_share_them_and_unused_sets_go() {
         let mut data = NetData::default();
-        let point = |unit, key: &str| Datapoint {
-            time: at(0),
-            unit: Some(unit),
-            key: key.into(),
-            value: DatapointValue::parse("1"),
-        };
+        let point = |unit, key: &str| point(unit, key, "1");
         data.take(&[point(1, "power"), point(2, "power"), point(1, "energy"), point(2, "energy")]);
         let (a, b) = (data.unit(1).cloned().unwrap_or_default(), data.unit(2).cloned().unwrap_or_default());
         assert!(Arc::ptr_eq(&a.keys, &b.keys));
@@ -355,12 +355,7 @@ mod tests {
     #[test]
     fn units_come_in_any_order_and_each_keeps_its_own_values() {
         let mut data = NetData::default();
-        let point = |unit, value: &str| Datapoint {
-            time: at(0),
-            unit: Some(unit),
-            key: "power".into(),
-            value: DatapointValue::parse(value),
-        };
+        let point = |unit, value: &str| point(unit, "power", value);
         let changed = data.take(&[point(9, "9"), point(3, "3"), point(7, "7"), point(3, "3"), point(1, "1")]);
         assert_eq!(changed.into_iter().collect::<Vec<_>>(), [1, 3, 7, 9]);
         let changed = data.take(&[point(5, "5"), point(3, "30"), point(2, "2")]);
