@@ -235,8 +235,12 @@ pub struct NetData {
 impl NetData {
     /// The data of `unit`, when it reported any.
     pub fn unit(&self, unit: u32) -> Option<&UnitData> {
-        let at = self.units.binary_search_by_key(&unit, |(id, _)| *id).ok()?;
-        self.units.get(at).map(|(_, d)| d)
+        self.units.get(self.place(unit)?).map(|(_, d)| d)
+    }
+
+    /// Where `unit`'s data is in the list, when it has a place.
+    fn place(&self, unit: u32) -> Option<usize> {
+        self.units.binary_search_by_key(&unit, |(id, _)| *id).ok()
     }
 
     /// Takes a page in and returns the units whose latest values changed, in order. Points
@@ -259,8 +263,8 @@ impl NetData {
                     k
                 }
             };
-            let Ok(at) = self.units.binary_search_by_key(&unit, |(id, _)| *id) else { continue };
-            let Some((_, data)) = self.units.get_mut(at) else { continue };
+            // Every unit of the page has a place ([`NetData::add_units`]).
+            let Some((_, data)) = self.place(unit).and_then(|at| self.units.get_mut(at)) else { continue };
             if data.note(&mut self.sets, &key, &point.value, point.time) {
                 changed.insert(unit);
             }
@@ -275,7 +279,7 @@ impl NetData {
     /// Gives the units of `points` that have no data yet a place, all in one sort: a first page
     /// brings every unit of the network at once, in no order of units.
     fn add_units(&mut self, points: &[Datapoint]) {
-        let mut new: Vec<u32> = points.iter().filter_map(|p| p.unit).filter(|u| self.unit(*u).is_none()).collect();
+        let mut new: Vec<u32> = points.iter().filter_map(|p| p.unit).filter(|u| self.place(*u).is_none()).collect();
         if new.is_empty() {
             return;
         }
