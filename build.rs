@@ -1,0 +1,41 @@
+//! Lays out the release binary's code so that what a running bridge executes sits together.
+//!
+//! Each page of code a process touches brings the 64 KiB around it into its memory: scattered
+//! over the whole binary, the few megabytes a bridge runs keep most of the binary resident.
+//! `link/hot-functions.txt` lists the functions a big site's bridge ran
+//! (`scripts/hot_functions.sh` makes it), and the linker places them first, in that order
+//! (docs/cli.md#build). Other builds and linkers link as before: the list is only a layout.
+
+use std::env;
+use std::path::Path;
+
+const LIST: &str = "link/hot-functions.txt";
+
+fn main() {
+    println!("cargo::rerun-if-changed={LIST}");
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
+    if let Some(list) = ordering_list() {
+        // Names the list has and this build lacks (a function inlined away, a dependency
+        // upgraded) are expected; the rest of the list still applies.
+        for arg in [format!("--symbol-ordering-file={list}"), "--no-warn-symbol-ordering".to_string()] {
+            for kind in ["bins", "examples"] {
+                println!("cargo::rustc-link-arg-{kind}=-Xlinker");
+                println!("cargo::rustc-link-arg-{kind}={arg}");
+            }
+        }
+    }
+}
+
+/// The list's path, when this build links with LLD: optimised, for x86_64 Linux with glibc (LLD
+/// is rustc's linker there from 1.90 on), and with no linker of the user's choice.
+fn ordering_list() -> Option<String> {
+    let var = |name: &str| env::var(name).unwrap_or_default();
+    let own_linker = env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some()
+        || var("CARGO_ENCODED_RUSTFLAGS").contains("linker");
+    let lld = var("TARGET") == "x86_64-unknown-linux-gnu"
+        && !own_linker
+        && version_check::is_min_version("1.90.0").unwrap_or(false);
+    let list = Path::new(&var("CARGO_MANIFEST_DIR")).join(LIST);
+    (var("PROFILE") == "release" && lld && list.is_file()).then(|| list.display().to_string())
+}
