@@ -167,10 +167,15 @@ impl Drop for Broker {
     }
 }
 
-/// The bridge in a child process: this example's binary started with `--bridge CONFIG`.
+/// The bridge in a child process: this example's binary started with `--bridge CONFIG`, or with
+/// `BENCH_BRIDGE_BIN=PATH` that binary's `run --config CONFIG` (the release binary as it ships:
+/// its code is laid out for a running bridge, docs/cli.md#build, and this example's copy is not).
 pub struct BridgeProcess {
     child: Child,
     pub started: Instant,
+    /// Whether the child is a `casambi2mqtt run`, which stops on SIGTERM rather than when its
+    /// stdin closes.
+    shipped: bool,
     _dir: tempfile::TempDir,
 }
 
@@ -182,7 +187,11 @@ impl BridgeProcess {
         let path = dir.path().join("config.yaml");
         std::fs::write(&path, yaml).expect("write config");
         let log = std::fs::File::create(dir.path().join("bridge.log")).expect("log file");
-        let exe = std::env::current_exe().expect("own path");
+        let shipped = std::env::var_os("BENCH_BRIDGE_BIN").map(PathBuf::from);
+        let (exe, bridge_args) = match shipped.clone() {
+            Some(bin) => (bin, vec!["run", "--config"]),
+            None => (std::env::current_exe().expect("own path"), vec!["--bridge"]),
+        };
         // BENCH_BRIDGE_WRAP runs the bridge under a profiler, e.g.
         // `BENCH_BRIDGE_WRAP="valgrind --tool=massif --massif-out-file=/tmp/massif.out"`.
         let wrap: Vec<String> = std::env::var("BENCH_BRIDGE_WRAP")
@@ -198,7 +207,7 @@ impl BridgeProcess {
         };
         let started = Instant::now();
         let child = command
-            .arg("--bridge")
+            .args(&bridge_args)
             .arg(&path)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -206,11 +215,19 @@ impl BridgeProcess {
             .spawn()
             .expect("start the bridge process");
         register(child.id());
-        BridgeProcess { child, started, _dir: dir }
+        BridgeProcess { child, started, shipped: shipped.is_some(), _dir: dir }
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Asks the child to shut down cleanly: closes its stdin, and sends a shipped binary SIGTERM.
+    fn ask_to_stop(&mut self) {
+        drop(self.child.stdin.take());
+        if self.shipped && matches!(self.child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        }
     }
 
     /// What the bridge logged (warnings and errors).
@@ -218,9 +235,10 @@ impl BridgeProcess {
         std::fs::read_to_string(self._dir.path().join("bridge.log")).unwrap_or_default()
     }
 
-    /// Closes stdin (the child shuts down cleanly) and waits up to 10 s, then kills it.
+    /// Asks the child to shut down cleanly ([`BridgeProcess::ask_to_stop`]) and waits up to 10 s,
+    /// then kills it.
     pub fn stop(mut self) {
-        drop(self.child.stdin.take());
+        self.ask_to_stop();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -234,7 +252,7 @@ impl BridgeProcess {
 
 impl Drop for BridgeProcess {
     fn drop(&mut self) {
-        drop(self.child.stdin.take());
+        self.ask_to_stop();
         if !matches!(self.child.try_wait(), Ok(Some(_))) {
             let _ = self.child.kill();
         }
