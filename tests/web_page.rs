@@ -109,7 +109,10 @@ async fn wait_state(browser: &Browser, css: &str, state: &str, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_lists_follows_and_controls_the_demo() {
-    let rig = rig("  listen: 127.0.0.1:0\n").await;
+    // The shortest interval: the first datapoint fetch falls at a random moment within a tenth of
+    // it, so the energy readings checked below come within 6 s (the default's 30 s outlasts the
+    // wait for them).
+    let rig = rig("  listen: 127.0.0.1:0\ndatapoints:\n  interval: 1m\n").await;
     let browser = Browser::start(1200, 1500).await;
     browser.client.goto(&rig.url("")).await.unwrap();
 
