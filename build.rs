@@ -7,14 +7,14 @@
 //! (docs/cli.md#build). Other builds and linkers link as before: the list is only a layout.
 
 use std::env;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const LIST: &str = "link/hot-functions.txt";
 
 fn main() {
     println!("cargo::rerun-if-changed={LIST}");
     println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
     if let Some(list) = ordering_list() {
         // Names the list has and this build lacks (a function inlined away, a dependency
         // upgraded) are expected; the rest of the list still applies.
@@ -27,15 +27,25 @@ fn main() {
     }
 }
 
-/// The list's path, when this build links with LLD: optimised, for x86_64 Linux with glibc (LLD
-/// is rustc's linker there from 1.90 on), and with no linker of the user's choice.
+/// The list's path, when this build links with LLD: optimised, for x86_64 Linux with glibc,
+/// by a rustc that links there with the LLD it ships (1.90 and later; a distribution's rustc
+/// may ship none and link with the system's linker, which knows no ordering file), and with no
+/// linker of the user's choice (configured or in the flags).
 fn ordering_list() -> Option<String> {
     let var = |name: &str| env::var(name).unwrap_or_default();
-    let own_linker = env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some()
-        || var("CARGO_ENCODED_RUSTFLAGS").contains("linker");
+    let own_linker = env::var_os("RUSTC_LINKER").is_some() || var("CARGO_ENCODED_RUSTFLAGS").contains("linker");
     let lld = var("TARGET") == "x86_64-unknown-linux-gnu"
         && !own_linker
-        && version_check::is_min_version("1.90.0").unwrap_or(false);
+        && version_check::is_min_version("1.90.0").unwrap_or(false)
+        && ships_lld(&var("RUSTC"));
     let list = Path::new(&var("CARGO_MANIFEST_DIR")).join(LIST);
     (var("PROFILE") == "release" && lld && list.is_file()).then(|| list.display().to_string())
+}
+
+/// Whether the toolchain of `rustc` has its own LLD for x86_64 Linux.
+fn ships_lld(rustc: &str) -> bool {
+    let rustc = if rustc.is_empty() { "rustc" } else { rustc };
+    let Ok(out) = Command::new(rustc).args(["--print", "sysroot"]).output() else { return false };
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    out.status.success() && sysroot.join("lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld/ld.lld").is_file()
 }
