@@ -15,6 +15,9 @@ const LIST: &str = "link/hot-functions.txt";
 fn main() {
     println!("cargo::rerun-if-changed={LIST}");
     println!("cargo::rerun-if-changed=build.rs");
+    // A linker chosen in Cargo's configuration reaches this script as RUSTC_LINKER; one chosen by
+    // the environment is this variable, which must decide again when it changes.
+    println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
     if let Some(list) = ordering_list() {
         // Names the list has and this build lacks (a function inlined away, a dependency
         // upgraded) are expected; the rest of the list still applies.
