@@ -5,6 +5,10 @@
 //! `link/hot-functions.txt` lists the functions a big site's bridge ran
 //! (`scripts/hot_functions.sh` makes it), and the linker places them first, in that order
 //! (docs/cli.md#build). Other builds and linkers link as before: the list is only a layout.
+//!
+//! The same builds pack their relative relocations (`-z pack-relative-relocs`) where the build
+//! machine's glibc loads them (2.36 and later): the loader reads the whole relocation table at
+//! start-up, and in the long form it is hundreds of kilobytes that then stay resident.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -18,15 +22,33 @@ fn main() {
     // A linker chosen in Cargo's configuration reaches this script as RUSTC_LINKER; one chosen by
     // the environment is this variable, which must decide again when it changes.
     println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
-    if let Some(list) = ordering_list() {
-        // Names the list has and this build lacks (a function inlined away, a dependency
-        // upgraded) are expected; the rest of the list still applies.
-        for arg in [format!("--symbol-ordering-file={list}"), "--no-warn-symbol-ordering".to_string()] {
-            for kind in ["bins", "examples"] {
-                println!("cargo::rustc-link-arg-{kind}=-Xlinker");
-                println!("cargo::rustc-link-arg-{kind}={arg}");
-            }
+    let Some(list) = ordering_list() else { return };
+    // Names the list has and this build lacks (a function inlined away, a dependency upgraded)
+    // are expected; the rest of the list still applies.
+    let mut args = vec![format!("--symbol-ordering-file={list}"), "--no-warn-symbol-ordering".to_string()];
+    // A binary with packed relocations names glibc 2.36 as a need: built where an older glibc
+    // is, it would not start there. A cross build links another machine's glibc: left as is.
+    if env::var("HOST").ok() == env::var("TARGET").ok() && glibc_at_least(2, 36) {
+        args.extend(["-z".to_string(), "pack-relative-relocs".to_string()]);
+    }
+    for arg in args {
+        for kind in ["bins", "examples"] {
+            println!("cargo::rustc-link-arg-{kind}=-Xlinker");
+            println!("cargo::rustc-link-arg-{kind}={arg}");
         }
+    }
+}
+
+/// Whether the build machine's glibc is `major.minor` or later (`getconf GNU_LIBC_VERSION`
+/// prints `glibc 2.36`); false when it cannot tell.
+fn glibc_at_least(major: u32, minor: u32) -> bool {
+    let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else { return false };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut parts = text.trim().strip_prefix("glibc ").unwrap_or_default().split('.');
+    let mut number = || parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (number(), number()) {
+        (Some(a), Some(b)) => out.status.success() && (a, b) >= (major, minor),
+        _ => false,
     }
 }
 
