@@ -28,7 +28,7 @@ mod stale;
 use super::state_text::{Leaf, StateText};
 use levels::{is_leaf_of, is_level, level_index};
 use owner_map::OwnerMap;
-use owner_topics::{OwnerTopics, WHOLE, Walk, is_whole, last_names, slot_level};
+use owner_topics::{OwnerTopics, SlotMut, WHOLE, Walk, is_whole, last_names, slot_level};
 use prints::{PRINT_BITS, fingerprint, payload_print, print_of, with_print};
 pub use stale::StaleCheck;
 use std::sync::Arc;
@@ -167,20 +167,21 @@ impl TopicState {
 /// connection's resync sends it; this skips building the topic, most of the cost on a big site.
 fn note_state(
     topics: &HashMap<u64, TopicState>,
-    slot: &mut u64,
+    mut slot: SlotMut<'_>,
     topic: impl FnOnce() -> String,
     payload: &str,
     ops: &mut Vec<Op>,
 ) {
     let new = payload_print(payload);
-    if print_of(*slot) == new {
+    let old = slot.get();
+    if print_of(old) == new {
         return;
     }
-    *slot = with_print(*slot, new);
+    slot.set(with_print(old, new));
     let topic = topic();
     let key = fingerprint(&topic);
     // An attribute topic's slot is its only record: a changed print is a publication.
-    if !is_whole(*slot) || topics.get(&key).map(|t| t.published_print()) != Some(new) {
+    if !is_whole(old) || topics.get(&key).map(|t| t.published_print()) != Some(new) {
         // State topics are never discovery configs, so no `previous` is needed.
         let receipt = Receipt(Sent::Published { topic: key, payload: new });
         ops.push(Op::Publish { topic, payload: payload.to_string(), previous: None, receipt });
@@ -192,7 +193,7 @@ impl Store {
     /// or new topics are published (in `topics` order), topics nobody wants any more are cleared.
     pub fn set(&mut self, owner: Owner, topics: Topics) -> Vec<Op> {
         let old = self.wanted.remove(&owner);
-        let old_slots: &[u64] = old.as_ref().map_or(&[], |w| &w.slots);
+        let old_slots: Vec<u64> = old.as_ref().map(|w| w.slots().collect()).unwrap_or_default();
         let old_names = old.as_ref().map(OwnerTopics::full_names).unwrap_or_default();
         // The common case (a state change) keeps the owner's topics: the counts then stay as
         // they are and nothing can become unwanted.
@@ -203,16 +204,16 @@ impl Store {
         let mut old_prints: HashMap<&str, u64> = HashMap::default();
         if !same_topics {
             self.names_version += 1;
-            for (name, slot) in old_names.iter().zip(old_slots) {
+            for (name, slot) in old_names.iter().zip(&old_slots) {
                 if is_whole(*slot) {
                     self.drop_owner(fingerprint(name));
                 } else {
                     old_prints.insert(name, print_of(*slot));
                 }
             }
-            for ((topic, _), slot) in topics.iter().zip(&new.slots) {
+            for ((topic, _), slot) in topics.iter().zip(new.slots()) {
                 let key = fingerprint(topic);
-                if is_whole(*slot) {
+                if is_whole(slot) {
                     self.add_owner(key);
                     // A whole name without a record of its own may still be on the broker: an
                     // attribute topic that becomes a whole name (its owner's topics moved around
@@ -222,7 +223,7 @@ impl Store {
                     let there = old_prints
                         .get(topic.as_str())
                         .copied()
-                        .or_else(|| self.orphans.contains_key(&key).then(|| (print_of(*slot) ^ 1).max(2)));
+                        .or_else(|| self.orphans.contains_key(&key).then(|| (print_of(slot) ^ 1).max(2)));
                     if let Some(print) = there
                         && self.published_print(key).is_none()
                         && let Some(t) = self.topics.get_mut(&key)
@@ -232,14 +233,14 @@ impl Store {
                 }
                 self.orphans.remove(&key);
             }
-            clears = self.unwanted(&old_names, old_slots, &topics);
+            clears = self.unwanted(&old_names, &old_slots, &topics);
         }
         let mut ops = Vec::new();
-        for (i, ((topic, payload), slot)) in topics.into_iter().zip(&new.slots).enumerate() {
-            let print = print_of(*slot);
+        for (i, ((topic, payload), slot)) in topics.into_iter().zip(new.slots()).enumerate() {
+            let print = print_of(slot);
             // A whole name's fingerprint is its record's key; an attribute topic's is needed only
             // for its receipt, when it is published.
-            let whole = is_whole(*slot).then(|| fingerprint(&topic));
+            let whole = is_whole(slot).then(|| fingerprint(&topic));
             let last = match whole {
                 Some(key) => self.published_print(key),
                 None if same_topics => old_slots.get(i).map(|s| print_of(*s)),
@@ -260,12 +261,12 @@ impl Store {
         // whatever the allocator puts between them (a big site's start-up re-renders every unit).
         let kept = match old {
             Some(mut old) if same_topics => {
-                old.slots.copy_from_slice(&new.slots);
+                old.take_prints(&new);
                 old
             }
             _ => new,
         };
-        if !kept.slots.is_empty() {
+        if !kept.is_empty() {
             self.wanted.insert(&owner, kept);
         }
         ops
@@ -340,15 +341,14 @@ impl Store {
         text: &StateText,
         is_state_topic: impl Fn(&str) -> bool,
     ) -> Option<Vec<Op>> {
-        let OwnerTopics { slots, names } = self.wanted.get_mut(owner)?;
+        let (mut slots, names) = self.wanted.get_mut(owner)?.parts_mut();
         let start = slots.len().checked_sub(text.len())?;
-        let (state_slot, rest) = slots[start..].split_first_mut()?;
         // The state topic is a whole name, and the whole names of these slots are the owner's
         // last ones: found from the end, without walking its discovery topics' names.
-        if !is_whole(*state_slot) {
+        if !is_whole(slots.starting_at(start).next()?) {
             return None;
         }
-        let wholes = 1 + rest.iter().filter(|s| is_whole(**s)).count();
+        let wholes = 1 + slots.starting_at(start + 1).filter(|s| is_whole(*s)).count();
         let (state_topic, more_names) = last_names(names, wholes).split_once('\0')?;
         let mut parts = text.parts();
         let (state_leaf, state_payload) = parts.next()?;
@@ -358,9 +358,9 @@ impl Store {
         let mut below_state = true;
         let same_names = is_state_topic(state_topic)
             && matches!(state_leaf, Leaf::State)
-            && rest.iter().zip(parts.clone()).all(|(s, (leaf, _))| {
-                walk.step(slot_level(*s));
-                match (slot_level(*s), leaf) {
+            && slots.starting_at(start + 1).zip(parts.clone()).all(|(s, (leaf, _))| {
+                walk.step(slot_level(s));
+                match (slot_level(s), leaf) {
                     (WHOLE, leaf) => {
                         below_state = matches!(leaf, Leaf::State);
                         is_leaf_of(walk.base, state_topic, leaf)
@@ -373,10 +373,11 @@ impl Store {
             return None;
         }
         let mut ops = Vec::new();
-        note_state(&self.topics, state_slot, || String::from(state_topic), state_payload, &mut ops);
+        let mut own = slots.starting_at_mut(start);
+        note_state(&self.topics, own.next()?, || String::from(state_topic), state_payload, &mut ops);
         let mut walk = Walk::new(state_topic, more_names);
-        for (slot, (_, payload)) in rest.iter_mut().zip(parts) {
-            let level = slot_level(*slot);
+        for (slot, (_, payload)) in own.zip(parts) {
+            let level = slot_level(slot.get());
             walk.step(level);
             note_state(&self.topics, slot, || walk.topic(level), payload, &mut ops);
         }
@@ -391,13 +392,13 @@ impl Store {
     /// Whether `owner` wants exactly `topics` (names, order and payloads).
     pub fn wants_exactly(&self, owner: &Owner, topics: &[(String, String)]) -> bool {
         let Some(current) = self.wanted.get(owner) else { return topics.is_empty() };
-        current.slots.len() == topics.len()
+        current.len() == topics.len()
             && current
                 .full_names()
                 .iter()
-                .zip(&current.slots)
+                .zip(current.slots())
                 .zip(topics)
-                .all(|((n, s), (t, p))| n == t && print_of(*s) == payload_print(p))
+                .all(|((n, s), (t, p))| n == t && print_of(s) == payload_print(p))
     }
 
     /// The names of the topics `owner` wants, in publishing order.
@@ -477,7 +478,7 @@ impl Store {
 
     /// How many topics are wanted (for tests: it walks everything).
     pub fn len(&self) -> usize {
-        let attributes = self.wanted.values().flat_map(|w| w.slots.iter()).filter(|s| !is_whole(**s));
+        let attributes = self.wanted.values().flat_map(OwnerTopics::slots).filter(|s| !is_whole(*s));
         self.topics.values().filter(|t| t.owner_count() > 0).count() + attributes.count()
     }
 

@@ -37,13 +37,14 @@ impl StaleCheck {
 fn attribute_index(wanted: &OwnerMap<OwnerTopics>) -> Box<[(u64, u64)]> {
     const _: () = assert!(LEVEL_COUNT <= 64, "a level is a bit of a u64");
     // Counted first and sized exactly: grown by doubling, an index briefly takes twice its size.
-    let has_attributes = |w: &OwnerTopics| w.slots.windows(2).filter(|p| is_whole(p[0]) && !is_whole(p[1])).count();
+    let has_attributes =
+        |w: &OwnerTopics| w.slots().zip(w.slots().skip(1)).filter(|(a, b)| is_whole(*a) && !is_whole(*b)).count();
     let mut index = Vec::with_capacity(wanted.values().map(has_attributes).sum());
     for topics in wanted.values() {
-        let mut walk = Walk::new("", &topics.names);
+        let mut walk = Walk::new("", topics.names());
         let mut entry: Option<(u64, u64)> = None;
-        for slot in topics.slots.iter() {
-            let level = slot_level(*slot);
+        for slot in topics.slots() {
+            let level = slot_level(slot);
             walk.step(level);
             if level == WHOLE {
                 index.extend(entry.take());

@@ -280,12 +280,14 @@ fn attribute_levels_are_kept_short_and_read_back_whole() {
     let ops = s.set(o.clone(), topics.clone());
     apply(&mut s, &ops);
     let wants = s.wanted.get(&o).unwrap();
-    let levels: Vec<u64> = wants.slots.iter().map(|s| slot_level(*s)).collect();
+    let levels: Vec<u64> = wants.slots().map(slot_level).collect();
     let level = |name| u64::from(level_index(name).unwrap());
     assert_eq!(levels, vec![WHOLE, WHOLE, level("state"), level("availability"), WHOLE]);
-    assert_eq!(&*wants.names, "ha/device/x/config\0b/n/unit/lamp\0b/n/unit/lamp/unknown-level\0");
-    assert_eq!(print_of(wants.slots[2]), payload_print("ON"));
-    assert_eq!(std::mem::size_of_val(&wants.slots[0]), 8, "a wanted topic stays one word");
+    assert_eq!(wants.names(), "ha/device/x/config\0b/n/unit/lamp\0b/n/unit/lamp/unknown-level\0");
+    assert_eq!(wants.slots().nth(2).map(print_of), Some(payload_print("ON")));
+    let names = wants.names().len();
+    assert_eq!(std::mem::size_of_val(wants), 16, "a record is one pointer to one block");
+    assert_eq!(wants.block_len(), 4 + 5 * 8 + names, "a wanted topic stays one word in the block");
     assert_eq!(std::mem::size_of::<(u64, TopicState)>(), 16, "a topic's map entry stays two words");
     assert_eq!(s.topics_of(&o), topics.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>());
     assert!(s.wants_exactly(&o, &topics));
@@ -348,7 +350,7 @@ fn a_topic_wanted_again_before_its_clear_went_out_is_cleared_when_it_goes_again(
 fn a_render_with_the_same_topics_keeps_the_owner_s_record_in_its_blocks() {
     let mut s = Store::default();
     let o = Owner::Unit("n".into(), 1);
-    let blocks = |s: &Store| s.wanted.get(&o).map(|w| (w.slots.as_ptr(), w.names.as_ptr()));
+    let blocks = |s: &Store| s.wanted.get(&o).map(OwnerTopics::block_address);
     let ops = s.set(o.clone(), t(&[("a", "1"), ("a/brightness", "2")]));
     apply(&mut s, &ops);
     let first = blocks(&s);
