@@ -238,7 +238,7 @@ fn render_cold(bencher: Bencher) {
         .view
         .units
         .values()
-        .filter(|u| u.fixture_id == Some(1002))
+        .filter(|u| u.fixture_id.get() == Some(1002))
         .map(|u| [at_level(u, 0.7), at_level(u, 0.5)])
         .collect();
     let mut text = StateText::default();

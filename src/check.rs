@@ -155,7 +155,7 @@ pub fn render(report: &Report, renderer: &Renderer) -> String {
             counted(view.groups.len(), "group light", "group lights")
         );
         for u in view.units.values() {
-            let fixture = u.fixture_id.and_then(|f| view.fixtures.get(&f));
+            let fixture = u.fixture_id.get().and_then(|f| view.fixtures.get(&f));
             let caps = Caps::of(u, fixture.map(|f| &**f));
             let model = fixture
                 .map(|f| format!("{} {}", f.vendor.as_deref().unwrap_or("?"), f.model.as_deref().unwrap_or("?")))

@@ -58,8 +58,8 @@ fn unit_state(ids: std::ops::Range<u32>) -> impl Strategy<Value = UnitState> {
             on,
             online,
             controls,
-            dim_level,
-            active_scene_id,
+            dim_level: dim_level.into(),
+            active_scene_id: active_scene_id.into(),
             unit_type: unit_type.map(Into::into),
             condition: condition.into(),
             ..UnitState::default()

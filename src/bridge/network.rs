@@ -14,7 +14,7 @@ use crate::cloud::CloudError;
 use crate::cloud::backoff::BackoffPolicy;
 use crate::cloud::channel::{ChannelError, EventChannel, WireEvent};
 use crate::cloud::datapoints::Fetcher;
-use crate::cloud::model::{ClientMessage, Secret, ServerMessage, WireStatusKind};
+use crate::cloud::model::{ClientMessage, OptU32, Secret, ServerMessage, WireStatusKind};
 use crate::cloud::rest::RestClient;
 use std::sync::Arc;
 use std::time::Duration;
@@ -383,7 +383,7 @@ impl Supervisor {
         match msg {
             ServerMessage::UnitChanged { unit, .. } => {
                 let id = unit.id;
-                let old_scene = net.view.units.get(&id).and_then(|u| u.active_scene_id);
+                let old_scene = net.view.units.get(&id).map_or(OptU32::NONE, |u| u.active_scene_id);
                 let live = Instant::now() >= net.burst_until;
                 let delta = net.view.apply_unit(*unit, live);
                 if delta.changed

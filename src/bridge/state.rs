@@ -8,7 +8,7 @@
 //! Units are kept as `Arc<UnitState>`: a change hands the MQTT side a cheap clone of the unit, and
 //! `Arc::make_mut` copies a unit only while the MQTT side still holds the previous version.
 
-use crate::cloud::model::{Control, Fixture, Network, NetworkState, UnitState, shared_text};
+use crate::cloud::model::{Control, Fixture, Network, NetworkState, OptU32, UnitState, shared_text};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -215,11 +215,11 @@ impl NetworkView {
                 .unwrap_or_else(|| UnitState { id: u.id, ..UnitState::default() });
             state.name = Some(u.name.as_str().into());
             state.address = Some(u.address.as_str().into());
-            state.fixture_id = u.fixture_id.or(state.fixture_id);
+            state.fixture_id = u.fixture_id.and_then(OptU32::new).unwrap_or(state.fixture_id);
             state.firmware_version = u.firmware_version.as_deref().map(shared_text::share).or(state.firmware_version);
-            state.group_id = u.group_id.or(state.group_id);
+            state.group_id = u.group_id.and_then(OptU32::new).unwrap_or(state.group_id);
             state.unit_type = u.unit_type.as_deref().map(shared_text::share).or(state.unit_type);
-            state.image = u.image.as_deref().map(Into::into);
+            state.image = u.image.as_deref().map(|i| Box::new(i.into()));
             units.insert(u.id, Arc::new(state));
         }
         let topology = self.topology_against(&units, &scenes, &groups);
@@ -273,11 +273,11 @@ impl NetworkView {
                     id: u.id,
                     address: u.address.as_deref().unwrap_or_default().to_string(),
                     name: u.name.as_deref().unwrap_or_default().to_string(),
-                    image: u.image.as_deref().map(str::to_string),
-                    position: u.position,
-                    fixture_id: u.fixture_id,
+                    image: u.image.as_deref().map(|i| i.to_string()),
+                    position: u.position.get(),
+                    fixture_id: u.fixture_id.get(),
                     firmware_version: u.firmware_version.as_deref().map(str::to_string),
-                    group_id: u.group_id,
+                    group_id: u.group_id.get(),
                     labels: None,
                     unit_type: u.unit_type.as_deref().map(str::to_string),
                 },
@@ -352,7 +352,7 @@ impl NetworkView {
 
     /// Distinct fixture ids of the units.
     pub fn fixture_ids(&self) -> BTreeSet<u32> {
-        self.units.values().filter_map(|u| u.fixture_id).collect()
+        self.units.values().filter_map(|u| u.fixture_id.get()).collect()
     }
 }
 

@@ -34,7 +34,7 @@ pub use control::{
 };
 pub use frame::{FrameError, JsonError, ServerMessage, WireStatusKind, parse_frame};
 pub use opt_f64::OptF64;
-pub use opt_int::OptInt;
+pub use opt_int::{Absent, OptI32, OptInt, OptNum, OptU32};
 pub use secret::Secret;
 pub use sessions::{Credentials, NetworkSessionEntry, NetworkSessions, NetworkSummary, Site, UserSession};
 
@@ -165,20 +165,22 @@ pub struct UnitState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<Box<str>>,
     /// Image id.
+    /// Boxed twice, a thin pointer: most units have none, and beside the wide integers below it
+    /// keeps a `UnitState` (kept per unit, in an `Arc`) in the allocator's 192-byte size class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<Box<str>>,
+    pub image: Option<Box<Box<str>>>,
     /// View order.
-    #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
-    pub position: Option<i32>,
+    #[serde(default, skip_serializing_if = "OptI32::is_none")]
+    pub position: OptI32,
     /// Fixture id.
-    #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
-    pub fixture_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "OptU32::is_none")]
+    pub fixture_id: OptU32,
     /// Firmware version.
     #[serde(default, deserialize_with = "shared_text::opt", skip_serializing_if = "Option::is_none")]
     pub firmware_version: Option<Arc<str>>,
     /// Group id; 0 = none.
-    #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
-    pub group_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "OptU32::is_none")]
+    pub group_id: OptU32,
     /// Unit type.
     #[serde(default, rename = "type", deserialize_with = "shared_text::opt", skip_serializing_if = "Option::is_none")]
     pub unit_type: Option<Arc<str>>,
@@ -201,17 +203,16 @@ pub struct UnitState {
     #[serde(default, deserialize_with = "shared_text::opt", skip_serializing_if = "Option::is_none")]
     pub status: Option<Arc<str>>,
     /// Id of the scene the unit follows; 0 = none.
-    #[serde(default, deserialize_with = "de::lenient_int_opt", skip_serializing_if = "Option::is_none")]
-    pub active_scene_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "OptU32::is_none")]
+    pub active_scene_id: OptU32,
     /// The unit's controls, flattened; `None` when the payload had none (offline units).
     #[serde(default, deserialize_with = "control::controls_opt", skip_serializing_if = "Option::is_none")]
     pub controls: Option<Vec<Control>>,
     /// The unit's dim level, 0..1 (not the same number as the Dimmer value).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dim_level: Option<f64>,
+    #[serde(default, skip_serializing_if = "OptF64::is_none")]
+    pub dim_level: OptF64,
     /// Older identity block (`_name`, `fixture_model`, `OEM`, …), kept raw. Boxed: it is rare,
-    /// and inline it would take a `UnitState` (kept per unit, in an `Arc`) over the allocator's
-    /// 224-byte size class into the 256-byte one.
+    /// and inline it would take a `UnitState` over the allocator's 192-byte size class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Box<Value>>,
 }

@@ -111,7 +111,7 @@ impl NetworkInfo {
     pub fn unit(&self, id: u32) -> Option<UnitInfo> {
         let known = self.units.get(&id)?;
         let state = known.state.clone();
-        let fixture = state.fixture_id.and_then(|f| self.fixtures.get(&f));
+        let fixture = state.fixture_id.get().and_then(|f| self.fixtures.get(&f));
         Some(UnitInfo { caps: Caps::of(&state, fixture.map(|f| &**f)), state, last_level: known.last_level })
     }
 

@@ -249,7 +249,7 @@ impl<'a> UnitJson<'a> {
     pub fn of(unit: &'a UnitState, caps: &Caps) -> UnitJson<'a> {
         let light = caps.is_light();
         UnitJson {
-            active_scene_id: unit.active_scene_id,
+            active_scene_id: unit.active_scene_id.get(),
             brightness: find(unit, |c| match c {
                 Control::Dimmer(d) => Some(to_255(d.value)),
                 _ => None,
@@ -262,7 +262,7 @@ impl<'a> UnitJson<'a> {
             }),
             condition: unit.condition.get(),
             controls: unit.controls.as_deref(),
-            dim_level: unit.dim_level.map(Reading),
+            dim_level: unit.dim_level.get().map(Reading),
             firmware: unit.firmware_version.as_deref(),
             id: unit.id,
             illuminance: find(unit, |c| match c {

@@ -220,7 +220,7 @@ impl Mirror {
 
     /// Whether a network has a unit of fixture `fixture` (only those icons are fetched).
     pub fn knows_fixture(&self, fixture: u32) -> bool {
-        self.lock().nets.values().any(|n| n.units.values().any(|u| u.fixture_id == Some(fixture)))
+        self.lock().nets.values().any(|n| n.units.values().any(|u| u.fixture_id.get() == Some(fixture)))
     }
 
     /// Where a unit's icon comes from: whether it has an image of its own, and its fixture;
@@ -228,7 +228,7 @@ impl Mirror {
     pub fn icon_source(&self, network: &str, unit: u32) -> Option<(bool, Option<u32>)> {
         let inner = self.lock();
         let unit = inner.nets.get(network)?.units.get(&unit)?;
-        Some((unit.image.is_some(), unit.fixture_id))
+        Some((unit.image.is_some(), unit.fixture_id.get()))
     }
 
     /// What changed since the last call, as now; forgets it. Copies only what the frames need

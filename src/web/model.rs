@@ -150,7 +150,7 @@ pub fn battery_and_energy(latest: &BTreeMap<String, DatapointValue>) -> (Option<
 impl UnitModel {
     /// The model of `unit` in `view` (for its fixture).
     pub fn of(unit: &UnitState, view: &NetworkView) -> UnitModel {
-        let fixture = unit.fixture_id.and_then(|f| view.fixtures.get(&f)).map(|f| &**f);
+        let fixture = unit.fixture_id.get().and_then(|f| view.fixtures.get(&f)).map(|f| &**f);
         let caps = Caps::of(unit, fixture);
         let mut reading = unit_json(unit, &caps);
         reading.remove("controls");
@@ -168,7 +168,7 @@ impl UnitModel {
             offers: Offers { toggle: light, brightness: light && caps.dimmer, color_temp: caps.cct, color: caps.color },
             battery: None,
             energy: None,
-            icon: match (&unit.image, unit.fixture_id) {
+            icon: match (&unit.image, unit.fixture_id.get()) {
                 (Some(_), _) => Some(format!("icon/unit/{}/{}", view.status.id, unit.id)),
                 (None, Some(f)) => Some(format!("icon/fixture/{f}")),
                 (None, None) => None,
@@ -204,7 +204,7 @@ pub fn groups<'a>(
 ) -> Vec<GroupJson<'a>> {
     let reading = |id: u32| {
         let unit = units.get(&id)?;
-        let fixture = || unit.fixture_id.and_then(|f| view.fixtures.get(&f)).map(|f| &**f);
+        let fixture = || unit.fixture_id.get().and_then(|f| view.fixtures.get(&f)).map(|f| &**f);
         Some(member_reading(unit, Caps::light_of(unit, fixture)))
     };
     view.groups

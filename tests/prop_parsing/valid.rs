@@ -189,15 +189,9 @@ fn unit_changed() -> impl Strategy<Value = GenFrame> {
     // (`frames_read_long_integral_floats_exactly`).
     let small_i64 = || prop::option::of(-999_999_999_999_999i64..=999_999_999_999_999);
     let strings = (opt_str(), opt_str(), opt_str(), opt_str(), opt_str(), opt_str());
-    let ints = (
-        prop::option::of(any::<i32>()),
-        prop::option::of(any::<u32>()),
-        prop::option::of(any::<u32>()),
-        small_i64(),
-        small_i64(),
-        small_i64(),
-        prop::option::of(any::<u32>()),
-    );
+    // Every integer but the one each kind keeps for "absent" (`OptNum`).
+    let id = || prop::option::of(0..u32::MAX);
+    let ints = (prop::option::of(i32::MIN + 1..), id(), id(), small_i64(), small_i64(), small_i64(), id());
     let rest = (
         prop::option::of(any::<bool>()),
         prop::option::of(any::<bool>()),
@@ -224,11 +218,11 @@ fn unit_changed() -> impl Strategy<Value = GenFrame> {
                 id,
                 address: address.clone().map(Into::into),
                 name: name.clone().map(Into::into),
-                image: image.clone().map(Into::into),
-                position,
-                fixture_id,
+                image: image.clone().map(|i| Box::new(i.into())),
+                position: position.into(),
+                fixture_id: fixture_id.into(),
                 firmware_version: firmware_version.clone().map(Into::into),
-                group_id,
+                group_id: group_id.into(),
                 unit_type: unit_type.clone().map(Into::into),
                 priority: priority.into(),
                 scene: scene.into(),
@@ -236,9 +230,9 @@ fn unit_changed() -> impl Strategy<Value = GenFrame> {
                 online,
                 condition: condition.into(),
                 status: status.clone().map(Into::into),
-                active_scene_id,
+                active_scene_id: active_scene_id.into(),
                 controls: controls.as_ref().map(|c| c.iter().map(|(_, t)| t.clone()).collect()),
-                dim_level,
+                dim_level: dim_level.into(),
                 details: details.clone().map(Box::new),
             };
             let mut fields: Vec<(String, Value)> = vec![

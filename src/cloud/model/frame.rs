@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::control::{self, Control};
-use super::{OptInt, UnitState, de, shared_text};
+use super::{OptF64, OptI32, OptInt, OptU32, UnitState, de, shared_text};
 
 /// A message from the server on the WebSocket channel.
 ///
@@ -218,15 +218,15 @@ struct Frame<'a> {
     #[serde(default)]
     name: Option<Box<str>>,
     #[serde(default)]
-    image: Option<Box<str>>,
-    #[serde(default, deserialize_with = "de::lenient_int_opt")]
-    position: Option<i32>,
-    #[serde(default, deserialize_with = "de::lenient_int_opt")]
-    fixture_id: Option<u32>,
+    image: Option<Box<Box<str>>>,
+    #[serde(default)]
+    position: OptI32,
+    #[serde(default)]
+    fixture_id: OptU32,
     #[serde(default, deserialize_with = "shared_text::opt")]
     firmware_version: Option<Arc<str>>,
-    #[serde(default, deserialize_with = "de::lenient_int_opt")]
-    group_id: Option<u32>,
+    #[serde(default)]
+    group_id: OptU32,
     #[serde(default, rename = "type", deserialize_with = "shared_text::opt")]
     unit_type: Option<Arc<str>>,
     #[serde(default)]
@@ -241,12 +241,12 @@ struct Frame<'a> {
     condition: OptInt,
     #[serde(default, deserialize_with = "shared_text::opt")]
     status: Option<Arc<str>>,
-    #[serde(default, deserialize_with = "de::lenient_int_opt")]
-    active_scene_id: Option<u32>,
+    #[serde(default)]
+    active_scene_id: OptU32,
     #[serde(default, deserialize_with = "control::controls_opt")]
     controls: Option<Vec<Control>>,
     #[serde(default)]
-    dim_level: Option<f64>,
+    dim_level: OptF64,
     #[serde(default)]
     details: Option<Box<Value>>,
 }

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 /// An optional `f64` in 8 bytes instead of an `Option<f64>`'s 16: NaN stands for "absent".
 ///
 /// JSON has no NaN, so every number the cloud sends is kept. With these, a `CCT` or `Slider`
@@ -17,6 +19,26 @@ impl OptF64 {
     /// The value, if any.
     pub fn get(self) -> Option<f64> {
         (!self.0.is_nan()).then_some(self.0)
+    }
+
+    /// The value by reference, if any (as [`Option::as_ref`]).
+    pub fn as_ref(&self) -> Option<&f64> {
+        self.is_some().then_some(&self.0)
+    }
+
+    /// Whether there is a value.
+    pub fn is_some(&self) -> bool {
+        !self.0.is_nan()
+    }
+
+    /// Whether there is none.
+    pub fn is_none(&self) -> bool {
+        self.0.is_nan()
+    }
+
+    /// This value, or `other()`'s when there is none (as [`Option::or_else`]).
+    pub fn or_else(self, other: impl FnOnce() -> OptF64) -> OptF64 {
+        if self.is_some() { self } else { other() }
     }
 }
 
@@ -37,6 +59,19 @@ impl From<Option<f64>> for OptF64 {
 impl PartialEq for OptF64 {
     fn eq(&self, other: &Self) -> bool {
         self.get() == other.get()
+    }
+}
+
+impl Serialize for OptF64 {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(serializer)
+    }
+}
+
+/// `null` is absent, as a missing field is with `#[serde(default)]`.
+impl<'de> Deserialize<'de> for OptF64 {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<f64>::deserialize(deserializer).map(OptF64::from)
     }
 }
 

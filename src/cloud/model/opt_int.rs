@@ -1,85 +1,121 @@
-//! [`OptInt`]: an optional integer in one word, for the undocumented numbers a unit carries.
+//! [`OptNum`]: an optional integer in the integer's own size, for the optional numbers a unit
+//! carries ([`OptInt`], [`OptU32`], [`OptI32`]).
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// An optional `i64` in 8 bytes instead of an `Option<i64>`'s 16: `i64::MIN` stands for "absent".
+/// An integer type that gives up one value to stand for "absent" in an [`OptNum`].
+pub trait Absent: Copy + Eq + TryFrom<u64> + TryFrom<i64> {
+    /// The value that stands for "absent".
+    const ABSENT: Self;
+    /// What a value may be, for the error on the one that stands for "absent".
+    const RANGE: &'static str;
+}
+
+impl Absent for i64 {
+    const ABSENT: i64 = i64::MIN;
+    const RANGE: &'static str = "an integer above -2^63";
+}
+
+impl Absent for i32 {
+    const ABSENT: i32 = i32::MIN;
+    const RANGE: &'static str = "an integer above -2^31";
+}
+
+impl Absent for u32 {
+    const ABSENT: u32 = u32::MAX;
+    const RANGE: &'static str = "an integer below 2^32 - 1";
+}
+
+/// An optional integer in the integer's own size instead of an `Option`'s twice that: one value
+/// ([`Absent::ABSENT`]: the type's most negative, or for unsigned its largest) stands for
+/// "absent".
 ///
 /// A unit's state is kept per unit for the bridge's life (25,000 of them on a big site, each in
-/// an `Arc`); three of these instead of `Option<i64>` bring it from the allocator's 256-byte size
-/// class to the 224-byte one. The one value given up, −2⁶³, is read like any other integer out
-/// of range ([`super::de::lenient_int`]): an error, never a silently different number.
+/// an `Arc`); its seven optional numbers as these instead of `Option`s bring it from the
+/// allocator's 256-byte size class to the 192-byte one. The one value given up is read like any
+/// other integer out of range ([`super::de::lenient_int`]): an error, never a silently different
+/// number.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct OptInt(i64);
+pub struct OptNum<T>(T);
 
-impl OptInt {
+/// An optional `i64` in 8 bytes: `i64::MIN` stands for "absent".
+pub type OptInt = OptNum<i64>;
+/// An optional `u32` in 4 bytes: `u32::MAX` stands for "absent".
+pub type OptU32 = OptNum<u32>;
+/// An optional `i32` in 4 bytes: `i32::MIN` stands for "absent".
+pub type OptI32 = OptNum<i32>;
+
+impl<T: Absent> OptNum<T> {
     /// No value.
-    pub const NONE: OptInt = OptInt(i64::MIN);
+    pub const NONE: OptNum<T> = OptNum(T::ABSENT);
 
     /// The value, if any.
-    pub fn get(self) -> Option<i64> {
-        (self != Self::NONE).then_some(self.0)
+    pub fn get(self) -> Option<T> {
+        self.is_some().then_some(self.0)
     }
 
     /// The value by reference, if any (as [`Option::as_ref`]).
-    pub fn as_ref(&self) -> Option<&i64> {
+    pub fn as_ref(&self) -> Option<&T> {
         self.is_some().then_some(&self.0)
     }
 
     /// Whether there is a value.
     pub fn is_some(&self) -> bool {
-        *self != Self::NONE
+        self.0 != T::ABSENT
     }
 
     /// Whether there is none.
     pub fn is_none(&self) -> bool {
-        *self == Self::NONE
+        self.0 == T::ABSENT
     }
 
     /// This value, or `other()`'s when there is none (as [`Option::or_else`]).
-    pub fn or_else(self, other: impl FnOnce() -> OptInt) -> OptInt {
+    pub fn or_else(self, other: impl FnOnce() -> OptNum<T>) -> OptNum<T> {
         if self.is_some() { self } else { other() }
     }
 
-    /// `value` as an `OptInt`; `None` when it is `i64::MIN`, the one number it cannot hold.
-    pub fn new(value: i64) -> Option<OptInt> {
-        (value != i64::MIN).then_some(OptInt(value))
+    /// `value` as an `OptNum`; `None` when it is the one value that stands for "absent".
+    pub fn new(value: T) -> Option<OptNum<T>> {
+        (value != T::ABSENT).then_some(OptNum(value))
     }
 }
 
-impl Default for OptInt {
+impl<T: Absent> Default for OptNum<T> {
     fn default() -> Self {
         Self::NONE
     }
 }
 
-/// Only for literals and tests: `i64::MIN` becomes "absent" here (deserialising it is an error).
-impl From<Option<i64>> for OptInt {
-    fn from(value: Option<i64>) -> Self {
-        value.and_then(OptInt::new).unwrap_or(Self::NONE)
+/// Only for literals and tests: the value that stands for "absent" becomes absent here
+/// (deserialising it is an error).
+impl<T: Absent> From<Option<T>> for OptNum<T> {
+    fn from(value: Option<T>) -> Self {
+        value.and_then(OptNum::new).unwrap_or(Self::NONE)
     }
 }
 
-impl fmt::Debug for OptInt {
+impl<T: Absent + fmt::Debug> fmt::Debug for OptNum<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.get(), f)
     }
 }
 
-impl Serialize for OptInt {
+impl<T: Absent + Serialize> Serialize for OptNum<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.get().serialize(serializer)
     }
 }
 
 /// As [`super::de::lenient_int_opt`]: integral floats are integers, `null` is absent.
-impl<'de> Deserialize<'de> for OptInt {
+impl<'de, T: Absent> Deserialize<'de> for OptNum<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match super::de::lenient_int_opt::<D, i64>(deserializer)? {
-            None => Ok(OptInt::NONE),
-            Some(v) => OptInt::new(v).ok_or_else(|| {
-                serde::de::Error::invalid_value(serde::de::Unexpected::Signed(v), &"an integer above -2^63")
+        match super::de::lenient_int_opt::<D, T>(deserializer)? {
+            None => Ok(Self::NONE),
+            Some(v) => OptNum::new(v).ok_or_else(|| {
+                let absent = serde::de::Unexpected::Other("the integer that stands for absence");
+                serde::de::Error::invalid_value(absent, &T::RANGE)
             }),
         }
     }
@@ -87,7 +123,7 @@ impl<'de> Deserialize<'de> for OptInt {
 
 #[cfg(test)]
 mod tests {
-    use super::OptInt;
+    use super::{OptI32, OptInt, OptU32};
 
     #[derive(serde::Deserialize, serde::Serialize)]
     struct T {
@@ -130,5 +166,25 @@ mod tests {
         assert_eq!(OptInt::NONE.or_else(|| two), two);
         assert!(OptInt::default().is_none() && one.is_some());
         assert_eq!(format!("{:?} {:?}", one, OptInt::NONE), "Some(1) None");
+    }
+
+    #[test]
+    fn the_narrow_kinds_give_up_their_own_extreme_alone() {
+        #[derive(serde::Deserialize, serde::Serialize)]
+        struct N {
+            #[serde(default, skip_serializing_if = "OptU32::is_none")]
+            u: OptU32,
+            #[serde(default, skip_serializing_if = "OptI32::is_none")]
+            i: OptI32,
+        }
+        let n: N = serde_json::from_str(r#"{"u":4294967294,"i":-2147483647.0}"#).unwrap();
+        assert_eq!((n.u.get(), n.i.get()), (Some(u32::MAX - 1), Some(i32::MIN + 1)));
+        assert_eq!(serde_json::to_string(&n).unwrap(), r#"{"u":4294967294,"i":-2147483647}"#);
+        let none: N = serde_json::from_str(r#"{"u":null}"#).unwrap();
+        assert_eq!(serde_json::to_string(&none).unwrap(), "{}");
+        assert!(serde_json::from_str::<N>(r#"{"u":4294967295}"#).is_err());
+        assert!(serde_json::from_str::<N>(r#"{"i":-2147483648}"#).is_err());
+        assert!(serde_json::from_str::<N>(r#"{"u":4294967296}"#).is_err());
+        assert_eq!(std::mem::size_of::<OptU32>() + std::mem::size_of::<OptI32>(), 8);
     }
 }

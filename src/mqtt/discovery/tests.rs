@@ -268,7 +268,7 @@ fn switches_have_a_device_trigger_per_button_or_one() {
 fn a_switch_whose_fixture_names_its_buttons_gets_one_trigger_each() {
     let r = renderer(DiscoveryMode::Device);
     let mut mirror = demo_mirrors().into_iter().find(|mirror| mirror.view.status.name == "Home").unwrap();
-    let fixture_id = mirror.view.units[&6].fixture_id.unwrap();
+    let fixture_id = mirror.view.units[&6].fixture_id.get().unwrap();
     let mut fixture = (*mirror.view.fixtures[&fixture_id]).clone();
     fixture.controls = (0..4)
         .map(|id| {

@@ -127,7 +127,7 @@ impl NetMirror {
     }
 
     pub(crate) fn fixture_of(&self, unit: &UnitState) -> Option<&Fixture> {
-        unit.fixture_id.and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f)
+        unit.fixture_id.get().and_then(|f| self.view.fixtures.get(&f)).map(|f| &**f)
     }
 
     /// Every owner of this network.
