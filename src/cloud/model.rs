@@ -164,9 +164,8 @@ pub struct UnitState {
     /// Unit name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<Box<str>>,
-    /// Image id.
-    /// Boxed twice, a thin pointer: most units have none, and beside the wide integers below it
-    /// keeps a `UnitState` (kept per unit, in an `Arc`) in the allocator's 192-byte size class.
+    /// Image id. Boxed twice, a thin pointer: most units have none, and the 8 bytes it saves keep
+    /// a `UnitState` (kept per unit, in an `Arc`) in the allocator's 192-byte size class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<Box<Box<str>>>,
     /// View order.

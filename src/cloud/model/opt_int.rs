@@ -33,8 +33,8 @@ impl Absent for u32 {
 /// "absent".
 ///
 /// A unit's state is kept per unit for the bridge's life (25,000 of them on a big site, each in
-/// an `Arc`); its seven optional numbers as these instead of `Option`s bring it from the
-/// allocator's 256-byte size class to the 192-byte one. The one value given up is read like any
+/// an `Arc`); its seven optional integers as these instead of `Option`s, with an [`super::OptF64`]
+/// for its dim level, keep it in the allocator's 192-byte size class instead of the 256-byte one. The one value given up is read like any
 /// other integer out of range ([`super::de::lenient_int`]): an error, never a silently different
 /// number.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,6 +10,10 @@ use super::prints::{PRINT_BITS, PRINT_MASK, payload_print};
 /// (`…/unit/lamp/brightness`): those are kept as the number of that level alone
 /// ([`level_index`]), so a topic costs 8 bytes here, plus its name once when it is a whole one.
 ///
+/// A slot holds the payload's [`payload_print`] in the low [`PRINT_BITS`] bits, and above them
+/// the topic's level below the closest whole name before it, or [`WHOLE`] when the topic is the
+/// next of the names (each ended by a NUL, which no MQTT topic may contain).
+///
 /// One heap block holds it all: the slot count (4 bytes, little-endian), the slots (8 bytes
 /// each, little-endian), then the names. A big site has two records per unit (its own topics
 /// and its datapoints'); a block for the slots and another for the names would make two
@@ -172,7 +176,8 @@ impl OwnerTopics {
 
     /// The end of the slots in the block.
     fn slots_end(&self) -> usize {
-        (COUNT_BYTES + self.len() * SLOT_BYTES).min(self.block.len())
+        // Saturating: the names' text begins here, so this must never wrap around.
+        COUNT_BYTES.saturating_add(self.len().saturating_mul(SLOT_BYTES)).min(self.block.len())
     }
 
     /// The slots, in order.
