@@ -1,43 +1,63 @@
-//! [`OptNum`]: an optional integer in the integer's own size, for the optional numbers a unit
-//! carries ([`OptInt`], [`OptU32`], [`OptI32`]).
+//! [`OptNum`]: an optional number in the number's own size, for the optional numbers a unit and
+//! its controls carry ([`OptInt`], [`OptU32`], [`OptI32`], [`super::OptF64`]).
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// An integer type that gives up one value to stand for "absent" in an [`OptNum`].
-pub trait Absent: Copy + Eq + TryFrom<u64> + TryFrom<i64> {
+/// A number type that gives up one value to stand for "absent" in an [`OptNum`].
+pub trait Absent: Copy + PartialEq {
     /// The value that stands for "absent".
     const ABSENT: Self;
-    /// What a value may be, for the error on the one that stands for "absent".
-    const RANGE: &'static str;
+
+    /// Whether this is the value that stands for "absent".
+    fn is_absent(&self) -> bool;
+
+    /// Reads an optional value; the one that stands for "absent", received, is an error.
+    fn read<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Self>, D::Error>;
 }
 
-impl Absent for i64 {
-    const ABSENT: i64 = i64::MIN;
-    const RANGE: &'static str = "an integer above -2^63";
+/// [`Absent`] for an integer type whose `$absent` stands for "absent": read as
+/// [`super::de::lenient_int_opt`] (integral floats are integers, `null` is absent).
+macro_rules! absent_integer {
+    ($($int:ty => $absent:expr, $range:literal;)*) => {$(
+        impl Absent for $int {
+            const ABSENT: $int = $absent;
+
+            fn is_absent(&self) -> bool {
+                *self == $absent
+            }
+
+            fn read<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Self>, D::Error> {
+                match super::de::lenient_int_opt::<D, $int>(deserializer)? {
+                    Some(v) if v.is_absent() => {
+                        let absent = serde::de::Unexpected::Other("the integer that stands for absence");
+                        Err(serde::de::Error::invalid_value(absent, &$range))
+                    }
+                    value => Ok(value),
+                }
+            }
+        }
+    )*};
 }
 
-impl Absent for i32 {
-    const ABSENT: i32 = i32::MIN;
-    const RANGE: &'static str = "an integer above -2^31";
+absent_integer! {
+    i64 => i64::MIN, "an integer above -2^63";
+    i32 => i32::MIN, "an integer above -2^31";
+    u32 => u32::MAX, "an integer below 2^32 - 1";
 }
 
-impl Absent for u32 {
-    const ABSENT: u32 = u32::MAX;
-    const RANGE: &'static str = "an integer below 2^32 - 1";
-}
-
-/// An optional integer in the integer's own size instead of an `Option`'s twice that: one value
-/// ([`Absent::ABSENT`]: the type's most negative, or for unsigned its largest) stands for
-/// "absent".
+/// An optional number in the number's own size instead of an `Option`'s twice that: one value
+/// ([`Absent::ABSENT`]: an integer type's most negative, an unsigned one's largest, NaN for
+/// `f64`) stands for "absent".
 ///
 /// A unit's state is kept per unit for the bridge's life (25,000 of them on a big site, each in
-/// an `Arc`); its seven optional integers as these instead of `Option`s, with an [`super::OptF64`]
-/// for its dim level, keep it in the allocator's 192-byte size class instead of the 256-byte one. The one value given up is read like any
-/// other integer out of range ([`super::de::lenient_int`]): an error, never a silently different
-/// number.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+/// an `Arc`); its eight optional numbers as these instead of `Option`s keep it in the
+/// allocator's 192-byte size class instead of the 256-byte one. The one integer given up is read
+/// like any other integer out of range ([`super::de::lenient_int`]): an error, never a silently
+/// different number; JSON has no NaN.
+#[derive(Clone, Copy)]
 pub struct OptNum<T>(T);
 
 /// An optional `i64` in 8 bytes: `i64::MIN` stands for "absent".
@@ -63,12 +83,12 @@ impl<T: Absent> OptNum<T> {
 
     /// Whether there is a value.
     pub fn is_some(&self) -> bool {
-        self.0 != T::ABSENT
+        !self.0.is_absent()
     }
 
     /// Whether there is none.
     pub fn is_none(&self) -> bool {
-        self.0 == T::ABSENT
+        self.0.is_absent()
     }
 
     /// This value, or `other()`'s when there is none (as [`Option::or_else`]).
@@ -78,7 +98,7 @@ impl<T: Absent> OptNum<T> {
 
     /// `value` as an `OptNum`; `None` when it is the one value that stands for "absent".
     pub fn new(value: T) -> Option<OptNum<T>> {
-        (value != T::ABSENT).then_some(OptNum(value))
+        (!value.is_absent()).then_some(OptNum(value))
     }
 }
 
@@ -96,6 +116,21 @@ impl<T: Absent> From<Option<T>> for OptNum<T> {
     }
 }
 
+/// As the `Option` it stands for: two absent values are equal (two NaNs too).
+impl<T: Absent> PartialEq for OptNum<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl<T: Absent + Eq> Eq for OptNum<T> {}
+
+impl<T: Absent + Hash> Hash for OptNum<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.get().hash(state);
+    }
+}
+
 impl<T: Absent + fmt::Debug> fmt::Debug for OptNum<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.get(), f)
@@ -108,16 +143,10 @@ impl<T: Absent + Serialize> Serialize for OptNum<T> {
     }
 }
 
-/// As [`super::de::lenient_int_opt`]: integral floats are integers, `null` is absent.
+/// As [`Absent::read`] says; a missing field (with `#[serde(default)]`) is absent too.
 impl<'de, T: Absent> Deserialize<'de> for OptNum<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match super::de::lenient_int_opt::<D, T>(deserializer)? {
-            None => Ok(Self::NONE),
-            Some(v) => OptNum::new(v).ok_or_else(|| {
-                let absent = serde::de::Unexpected::Other("the integer that stands for absence");
-                serde::de::Error::invalid_value(absent, &T::RANGE)
-            }),
-        }
+        Ok(T::read(deserializer)?.map_or(Self::NONE, OptNum))
     }
 }
 
