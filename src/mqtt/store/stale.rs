@@ -7,8 +7,14 @@ use super::prints::fingerprint;
 
 /// What a scan for stale retained topics holds while it asks [`super::Store::is_stale`] about
 /// each topic it finds: an index of the attribute topics, which the store keeps only as levels
-/// of their owners' names. The store builds it at the first question and again when the owners'
-/// names have changed since; the caller drops it when the scan ends, and the memory with it.
+/// of their owners' names. The store builds it at the first question; the caller drops it when
+/// the scan ends, and the memory with it.
+///
+/// A topic the index has is wanted even when the owners' names have changed since it was built:
+/// an attribute topic an owner stops wanting is cleared by the store itself ([`super::Store::set`]),
+/// so the scan need not. Only a topic the index lacks, asked after such a change, builds it
+/// again. Rebuilt on every change instead, a scan during the start-up's datapoints (each turn
+/// adds owners) would walk every owner's names once per turn.
 #[derive(Debug, Default)]
 pub struct StaleCheck {
     /// Each whole name that has attribute topics below it, by fingerprint and sorted, with a bit
@@ -20,13 +26,22 @@ pub struct StaleCheck {
 
 impl StaleCheck {
     /// Whether some owner of `wanted` wants the attribute topic `level` below the whole name
-    /// `base`; the index is built first unless it is of `version`.
+    /// `base`: in the index, or else in one built anew when it is not of `version`.
     pub(super) fn has_level(&mut self, wanted: &OwnerMap<OwnerTopics>, version: u64, base: &str, level: u8) -> bool {
-        if self.built_at != Some(version) {
-            self.index = attribute_index(wanted);
-            self.built_at = Some(version);
-        }
         let key = fingerprint(base);
+        if self.built_at.is_some() && self.indexed(key, level) {
+            return true;
+        }
+        if self.built_at == Some(version) {
+            return false;
+        }
+        self.index = attribute_index(wanted);
+        self.built_at = Some(version);
+        self.indexed(key, level)
+    }
+
+    /// Whether the index has `level` below the whole name with fingerprint `key`.
+    fn indexed(&self, key: u64, level: u8) -> bool {
         let index = &self.index;
         index.binary_search_by_key(&key, |(k, _)| *k).is_ok_and(|i| index[i].1 & (1 << level) != 0)
     }
