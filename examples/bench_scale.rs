@@ -11,10 +11,12 @@
 //! connected before the bridge starts timestamps everything the bridge publishes.
 //!
 //! - Start-up time: from spawning the bridge to the last retained message of the start-up
-//!   (every device config, unit JSON, group, scene and network topic), checked against the
-//!   counts the site implies and against what a fresh subscriber then gets from the broker's
-//!   retained store. With `--datapoints true` (the default), to the message that completes it:
-//!   the datapoints' topics follow at once.
+//!   (every device config, unit JSON and availability, group, scene and network topic), checked
+//!   against the counts the site implies and against what a fresh subscriber then gets from the
+//!   broker's retained store. With `--datapoints true` (the default), to the message that
+//!   completes it: the datapoints' topics follow at once. The units' plain attribute topics
+//!   come after the rest (docs/mqtt.md#publishing-order); with `--subscriber all` the time of the last
+//!   is reported too.
 //! - Peak RSS: `VmHWM` of the bridge process after start-up and after the idle period.
 //! - Idle CPU: the bridge's CPU time over `--idle` seconds with every wire open and quiet, from
 //!   20 s after the start-up (after the scan for stale retained topics).
@@ -120,6 +122,8 @@ struct RunResult {
     requests: usize,
     expected_requests: usize,
     load: f64,
+    /// When the last unit attribute topic came (`None` unless the subscriber reads them).
+    attributes_s: Option<f64>,
     /// With `--restart`: the second bridge's.
     restart: Option<Restart>,
 }
@@ -163,6 +167,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             r.expected_requests,
             r.load
         );
+        if let Some(a) = r.attributes_s {
+            println!("run {}: the last unit attribute topic {a:.2} s after spawning", run + 1);
+        }
         if let Some(x) = r.restart {
             println!(
                 "run {} restart: start-up {:.2} s (CPU bridge {:.2} s, broker {:.2} s), peak RSS {:.1} MiB after the scan",
@@ -179,6 +186,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     println!();
     println!("## Summary (min / median / max over {} runs)", results.len());
     println!("  start-up s            {}", fmt_spread(&f(|r| r.startup_s), 2));
+    let attributes: Vec<f64> = results.iter().filter_map(|r| r.attributes_s).collect();
+    if !attributes.is_empty() {
+        println!("  attribute topics s    {}", fmt_spread(&attributes, 2));
+    }
     println!("  start-up CPU bridge s {}", fmt_spread(&f(|r| r.bridge_cpu_s), 2));
     println!("  start-up CPU broker s {}", fmt_spread(&f(|r| r.broker_cpu_s), 2));
     println!("  start-up CPU sim+sub s {}", fmt_spread(&f(|r| r.own_cpu_s), 2));
@@ -220,6 +231,12 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
     let (startup, data) = split_at_datapoints(&all);
     let last = startup_end(&all, networks, total_units, args.datapoints);
     let data_last = data.iter().filter(|m| is_data_topic(&m.topic)).map(|m| m.at).max();
+    // The plain attribute topics follow the rest of a unit's topics (docs/mqtt.md#publishing-order).
+    let attributes_s = all
+        .iter()
+        .filter(|m| is_attribute_topic(&m.topic))
+        .map(|m| m.at.saturating_sub(spawned).as_secs_f64())
+        .reduce(f64::max);
     println!(
         "  datapoints after start-up: {} messages ({} data topics), the last {:.2} s after spawning",
         data.len(),
@@ -347,14 +364,17 @@ async fn one_run(args: &Args, load: f64) -> anyhow::Result<RunResult> {
         requests: records.len() - background,
         expected_requests: expected,
         load,
+        attributes_s,
         restart,
     })
 }
 
-/// What of the start-up a subscriber has seen: every unit JSON, device config and network JSON.
+/// What of the start-up a subscriber has seen: every unit JSON and availability, device config
+/// and network JSON.
 #[derive(Default)]
 struct Completion {
     unit_json: HashSet<String>,
+    availability: HashSet<String>,
     configs: HashSet<String>,
     network_json: HashSet<String>,
 }
@@ -364,6 +384,9 @@ impl Completion {
         match m.topic.split('/').collect::<Vec<_>>().as_slice() {
             ["casambi", _, "unit", _] => {
                 self.unit_json.insert(m.topic.clone());
+            }
+            ["casambi", _, "unit", _, "availability"] => {
+                self.availability.insert(m.topic.clone());
             }
             ["homeassistant", "device", _, "config"] if !m.payload.is_empty() => {
                 self.configs.insert(m.topic.clone());
@@ -377,6 +400,7 @@ impl Completion {
 
     fn done(&self, networks: usize, total_units: usize) -> bool {
         self.unit_json.len() >= total_units
+            && self.availability.len() >= total_units
             && self.configs.len() > total_units + networks
             && self.network_json.len() >= networks
     }
@@ -405,6 +429,12 @@ fn bridge_config(sim: &Simulator, broker: &Broker, args: &Args) -> String {
     if args.datapoints { config } else { format!("{config}datapoints:\n  enabled: false\n") }
 }
 
+/// Whether `topic` is one of a unit's plain attribute topics (`…/unit/<unit>/<key>`, not its
+/// availability nor its datapoints).
+fn is_attribute_topic(topic: &str) -> bool {
+    matches!(topic.split('/').collect::<Vec<_>>().as_slice(), ["casambi", _, "unit", _, leaf] if *leaf != "availability" && *leaf != "data")
+}
+
 /// Whether `topic` is a unit's logged datapoints (`…/data` or `…/data/<key>`).
 fn is_data_topic(topic: &str) -> bool {
     matches!(topic.split('/').collect::<Vec<_>>().as_slice(), ["casambi", _, "unit", _, "data", ..])
@@ -416,8 +446,8 @@ fn split_at_datapoints(all: &[support::Received]) -> (&[support::Received], &[su
 }
 
 /// Waits until the start-up of `bridge` is complete in what `recorder` got from its message
-/// `from` on: every unit has its device config and its JSON, and every network its device
-/// config and JSON; then nothing more arrives for 3 s.
+/// `from` on: every unit has its device config, its JSON and its availability, and every network
+/// its device config and JSON; then nothing more arrives for 3 s.
 async fn wait_startup(
     recorder: &support::Recorder,
     from: usize,

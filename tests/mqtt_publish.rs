@@ -312,3 +312,82 @@ async fn a_network_bigger_than_one_send_is_published_whole_and_its_lost_units_cl
     }
     bridge.stop().await;
 }
+
+/// Where a message of a unit falls in a snapshot's order (docs/mqtt.md#publishing-order): what
+/// Home Assistant reads, or a plain attribute topic.
+#[derive(Debug, PartialEq)]
+enum Pass {
+    HomeAssistant,
+    Attribute,
+}
+
+fn pass_of(topic: &str) -> Option<Pass> {
+    match topic.split('/').collect::<Vec<_>>().as_slice() {
+        ["homeassistant", ..] | ["casambi", _, "unit", _] | ["casambi", _, "unit", _, "availability"] => {
+            Some(Pass::HomeAssistant)
+        }
+        ["casambi", _, "unit", _, _] => Some(Pass::Attribute),
+        _ => None,
+    }
+}
+
+/// Checks that `seen` has every topic Home Assistant reads before the first attribute topic, and
+/// that the attribute topics are those of `retained` (its values included); returns how many.
+fn check_two_passes(seen: &[Seen], retained: &BTreeMap<String, String>) -> usize {
+    let passes: Vec<(usize, Pass)> =
+        seen.iter().enumerate().filter_map(|(i, s)| pass_of(&s.topic).map(|p| (i, p))).collect();
+    let first_attribute = passes.iter().find(|(_, p)| *p == Pass::Attribute).map(|(i, _)| *i);
+    let last_ha = passes.iter().rev().find(|(_, p)| *p == Pass::HomeAssistant).map(|(i, _)| *i);
+    let (Some(first_attribute), Some(last_ha)) = (first_attribute, last_ha) else {
+        panic!("both passes expected: {passes:?}");
+    };
+    assert!(
+        last_ha < first_attribute,
+        "{} came after the first attribute topic {}",
+        seen[last_ha].topic,
+        seen[first_attribute].topic
+    );
+    let sent: BTreeMap<&str, &str> = seen
+        .iter()
+        .filter(|s| pass_of(&s.topic) == Some(Pass::Attribute))
+        .map(|s| (s.topic.as_str(), s.payload.as_str()))
+        .collect();
+    let wanted: BTreeMap<&str, &str> = retained
+        .iter()
+        .filter(|(t, _)| pass_of(t) == Some(Pass::Attribute))
+        .map(|(t, p)| (t.as_str(), p.as_str()))
+        .collect();
+    assert_eq!(sent, wanted);
+    sent.len()
+}
+
+/// A snapshot publishes every unit's discovery, JSON and availability before any unit's plain
+/// attribute topics (Home Assistant reads none of them), at start-up and after Home Assistant's
+/// birth; the attribute topics then all follow, with the units' values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_publishes_what_home_assistant_reads_before_the_attribute_topics() {
+    let broker = Mosquitto::start();
+    let sim = Simulator::start_local(SimConfig::new(Site::generate(2, 60))).await.unwrap();
+    let mut w = Watcher::start(broker.port(), "#").await;
+    let bridge = start_bridge(config(&broker.url(), DiscoveryMode::Device, Protocol::V5));
+    let views: Vec<_> = demo_network_ids(&sim).iter().map(|id| view_of(&sim, id)).collect();
+    for view in &views {
+        bridge.updates.send(network_update(view, Topology::default())).await.unwrap();
+    }
+    w.wait_for(Duration::from_secs(15), |s| s.topic.ends_with("/unit/unit-60/name")).await;
+    w.settle(Duration::from_millis(800), Duration::from_secs(10)).await;
+    let retained = retained(broker.port()).await;
+    let units = unit_json_topics(&retained).len();
+    assert_eq!(units, 120);
+    let attributes = check_two_passes(&w.seen, &retained);
+    assert!(attributes >= units * 5, "{attributes} attribute topics for {units} units");
+
+    let mut again = Watcher::start(broker.port(), "#").await;
+    again.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    again.seen.clear();
+    again.publish("homeassistant/status", "online", false).await;
+    again.settle(Duration::from_millis(800), Duration::from_secs(10)).await;
+    let live: Vec<Seen> = again.seen.iter().filter(|s| !s.retain).cloned().collect();
+    assert_eq!(check_two_passes(&live, &retained), attributes, "every attribute topic again after the birth");
+    bridge.stop().await;
+}

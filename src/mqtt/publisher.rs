@@ -16,9 +16,11 @@ mod connection;
 mod data_queue;
 mod inbox;
 mod notices;
+mod owed_attributes;
 mod send;
 
 use data_queue::{DATA_DELAY, DataQueue};
+use owed_attributes::OwedAttributes;
 use send::{Batch, publications};
 
 use super::client::{Client, ClientEvent, Events, Message};
@@ -122,6 +124,8 @@ pub(crate) struct Publisher {
     devices_warned: HashSet<String>,
     /// Units whose new datapoints are taken in but not yet published ([`DataQueue`]).
     data: DataQueue,
+    /// Units whose attribute topics a whole render left for later ([`OwedAttributes`]).
+    owed: OwedAttributes,
 }
 
 impl Publisher {
@@ -154,6 +158,7 @@ impl Publisher {
             groups_stale: None,
             devices_warned: HashSet::new(),
             data: DataQueue::default(),
+            owed: OwedAttributes::default(),
         };
         let topics = p.renderer.bridge(&p.info());
         let _ = p.store.set(Owner::Bridge, topics);
@@ -194,9 +199,10 @@ impl Publisher {
                 },
                 () = std::future::ready(()), if due(self.groups_stale, &updates, GROUP_DELAY) => self.render_groups().await,
                 () = std::future::ready(()), if due(self.bridge_stale, &updates, BRIDGE_INFO_DELAY) => self.render_bridge().await,
-                () = tokio::time::sleep_until(self.data.next_at()), if due(self.data.since(), &updates, DATA_DELAY) => {
+                () = tokio::time::sleep_until(self.data.next_at()), if self.owed.since().is_none() && due(self.data.since(), &updates, DATA_DELAY) => {
                     self.render_data().await;
                 }
+                () = std::future::ready(()), if due(self.owed.since(), &updates, DATA_DELAY) => self.render_owed().await,
                 _ = tokio::time::sleep_until(birth.unwrap_or_else(Instant::now)), if birth.is_some() => {
                     self.birth_at = None;
                     tracing::info!("republishing discovery and state after Home Assistant's birth message");
@@ -363,11 +369,15 @@ impl Publisher {
         // Rendered whole, with the latest datapoints: none of its units waits any more.
         self.data.forget_network(network);
         let Some(owners) = self.nets.get(network).map(NetMirror::owners) else { return };
+        let mut owed = Vec::new();
         for chunk in owners.chunks(OWNERS_PER_SEND) {
             let Some(mirror) = self.nets.get(network) else { return };
-            let mut ops = plan::owner_ops(&self.renderer, &mut self.store, mirror, chunk);
+            let mut ops = plan::owner_ops_owing(&self.renderer, &mut self.store, mirror, chunk, &mut owed);
             plan::attach_previous(&self.store, &mut ops, previous);
             self.send(ops, Batch::Snapshot).await;
+        }
+        if let Some(mirror) = self.nets.get(network) {
+            self.owed.push(&mirror.key, &owed);
         }
         let gone = plan::removed_ops(&mut self.store, network, &owners);
         self.send(gone, Batch::Snapshot).await;
@@ -414,6 +424,14 @@ impl Publisher {
         let Some(mirror) = self.nets.get(&*network) else { return };
         let ops = plan::data_ops(&self.renderer, &mut self.store, mirror, &units);
         self.send(ops, Batch::Change).await;
+    }
+
+    /// Publishes the attribute topics of the next few units a whole render left for later.
+    async fn render_owed(&mut self) {
+        let Some((network, units)) = self.owed.next_turn() else { return };
+        let Some(mirror) = self.nets.get(&*network) else { return };
+        let ops = plan::attribute_ops(&self.renderer, mirror, &units, &mut self.text);
+        self.send(ops, Batch::Snapshot).await;
     }
 
     /// The device discovery configs of `mirror`'s network and units (empty unless discovery is per

@@ -81,10 +81,14 @@ impl Publisher {
         let ids: Vec<String> = self.nets.keys().cloned().collect();
         for id in ids {
             let Some(owners) = self.nets.get(&id).map(NetMirror::owners) else { continue };
+            let mut owed = Vec::new();
             for chunk in owners.chunks(OWNERS_PER_SEND) {
                 let Some(mirror) = self.nets.get(&id) else { break };
-                let topics = chunk.iter().flat_map(|o| self.renderer.owner(mirror, o)).collect();
-                self.send(publications(topics), Batch::Snapshot).await;
+                let ops = plan::publications_owing(&self.renderer, mirror, chunk, &mut owed);
+                self.send(ops, Batch::Snapshot).await;
+            }
+            if let Some(mirror) = self.nets.get(&id) {
+                self.owed.push(&mirror.key, &owed);
             }
         }
     }
