@@ -1,14 +1,15 @@
-//! A whole render in two passes (docs/mqtt.md#publishing-order): first every owner's topics but the
-//! plain attribute topics of its units, which Home Assistant does not read; then those, from the
-//! mirror's current state. The store counts the withheld publications as handed over, so a live
+//! A whole render in two passes (docs/mqtt.md#publishing-order): first every owner's topics but
+//! the plain attribute topics of its units, which Home Assistant does not read; then those, from
+//! the mirror's current state. The store counts the withheld publications as handed over, so a live
 //! change in between publishes only what changed.
 
-use super::{Op, Owner, Renderer, Store};
 use crate::mqtt::mirror::NetMirror;
+use crate::mqtt::render::Renderer;
 use crate::mqtt::state_text::{AVAILABILITY, Leaf, StateText};
+use crate::mqtt::store::{Op, Owner, Store};
 
-/// [`super::owner_ops`] without the publications of unit attribute topics; the units that had
-/// some are added to `owed`.
+/// [`owner_ops`](crate::mqtt::plan::owner_ops) without the publications of unit attribute
+/// topics; the units that had some are added to `owed`.
 pub fn owner_ops_owing(
     renderer: &Renderer,
     store: &mut Store,
