@@ -1,7 +1,7 @@
 //! A whole render in two passes (docs/mqtt.md#publishing-order): first every owner's topics but
 //! the plain attribute topics of its units, which Home Assistant does not read; then those, from
-//! the mirror's current state. The store counts the withheld publications as handed over, so a live
-//! change in between publishes only what changed.
+//! the mirror's current state. The store counts the withheld publications as handed over, so a
+//! live change in between publishes only what changed.
 
 use crate::mqtt::mirror::NetMirror;
 use crate::mqtt::render::Renderer;

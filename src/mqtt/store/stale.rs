@@ -11,10 +11,10 @@ use super::prints::fingerprint;
 /// the scan ends, and the memory with it.
 ///
 /// A topic the index has is wanted even when the owners' names have changed since it was built:
-/// an attribute topic an owner stops wanting is cleared by the store itself ([`super::Store::set`]),
-/// so the scan need not. Only a topic the index lacks, asked after such a change, builds it
-/// again. Rebuilt on every change instead, a scan during the start-up's datapoints (each turn
-/// adds owners) would walk every owner's names once per turn.
+/// an attribute topic an owner stops wanting is cleared by the store itself
+/// ([`super::Store::set`]), so the scan need not. Only a topic the index lacks, asked after such
+/// a change, builds it again. Rebuilt on every change instead, a scan during the start-up's
+/// datapoints (each turn adds owners) would walk every owner's names once per turn.
 #[derive(Debug, Default)]
 pub struct StaleCheck {
     /// Each whole name that has attribute topics below it, by fingerprint and sorted, with a bit
