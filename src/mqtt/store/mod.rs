@@ -121,8 +121,12 @@ pub struct Store {
     /// What is known of each whole name that is wanted or published, by the name's fingerprint.
     topics: HashMap<u64, TopicState>,
     /// Counts the changes of the owners' names: a [`StaleCheck`] built before the last one is
-    /// built again.
+    /// built again when it lacks a topic asked.
     names_version: u64,
+    /// Counts the changes that took a name from an owner: a [`StaleCheck`] built before the last
+    /// one is built again whatever is asked. Owners that come or grow (a unit's first
+    /// datapoints) only add names: what an index has is still wanted.
+    removals_version: u64,
     /// Names of published topics that nobody wants any more, until their clear reaches the
     /// client (while disconnected, the next connection's resync clears them).
     orphans: HashMap<u64, Box<str>>,
@@ -204,6 +208,9 @@ impl Store {
         let mut old_prints: HashMap<&str, u64> = HashMap::default();
         if !same_topics {
             self.names_version += 1;
+            if old_names.iter().any(|name| !topics.iter().any(|(t, _)| t == name)) {
+                self.removals_version += 1;
+            }
             for (name, slot) in old_names.iter().zip(&old_slots) {
                 if is_whole(*slot) {
                     self.drop_owner(fingerprint(name));
@@ -468,7 +475,7 @@ impl Store {
         else {
             return false;
         };
-        check.has_level(&self.wanted, self.names_version, base, level)
+        check.has_level(&self.wanted, (self.names_version, self.removals_version), base, level)
     }
 
     /// Whether what this process last published on `topic` is `payload`.

@@ -10,30 +10,40 @@ use super::prints::fingerprint;
 /// of their owners' names. The store builds it at the first question; the caller drops it when
 /// the scan ends, and the memory with it.
 ///
-/// A topic the index has is wanted even when the owners' names have changed since it was built:
-/// an attribute topic an owner stops wanting is cleared by the store itself
-/// ([`super::Store::set`]), so the scan need not. Only a topic the index lacks, asked after such
-/// a change, builds it again. Rebuilt on every change instead, a scan during the start-up's
-/// datapoints (each turn adds owners) would walk every owner's names once per turn.
+/// While the owners have only gained names since it was built, a topic the index has is still
+/// wanted, and only a topic it lacks builds it again: rebuilt on every change, a scan during the
+/// start-up's datapoints (each turn adds owners) would walk every owner's names once per turn.
+/// After an owner lost a name, the next question builds it again.
 #[derive(Debug, Default)]
 pub struct StaleCheck {
     /// Each whole name that has attribute topics below it, by fingerprint and sorted, with a bit
     /// for each of their levels.
     index: Box<[(u64, u64)]>,
-    /// The store's [`super::Store::names_version`] the index was built at; `None` before it was.
-    built_at: Option<u64>,
+    /// The store's [`super::Store::names_version`] and [`super::Store::removals_version`] the
+    /// index was built at; `None` before it was.
+    built_at: Option<(u64, u64)>,
 }
 
 impl StaleCheck {
     /// Whether some owner of `wanted` wants the attribute topic `level` below the whole name
-    /// `base`: in the index, or else in one built anew when it is not of `version`.
-    pub(super) fn has_level(&mut self, wanted: &OwnerMap<OwnerTopics>, version: u64, base: &str, level: u8) -> bool {
+    /// `base`, the store being at `version` (names, removals): in the index when that is exact,
+    /// else in one built anew.
+    pub(super) fn has_level(
+        &mut self,
+        wanted: &OwnerMap<OwnerTopics>,
+        version: (u64, u64),
+        base: &str,
+        level: u8,
+    ) -> bool {
         let key = fingerprint(base);
-        if self.built_at.is_some() && self.indexed(key, level) {
-            return true;
-        }
-        if self.built_at == Some(version) {
-            return false;
+        if let Some(built) = self.built_at {
+            // Nothing removed since: a topic the index has is wanted still.
+            if built.1 == version.1 && self.indexed(key, level) {
+                return true;
+            }
+            if built == version {
+                return false;
+            }
         }
         self.index = attribute_index(wanted);
         self.built_at = Some(version);

@@ -229,6 +229,7 @@ fn an_attribute_topic_an_owner_no_longer_has_is_cleared_under_its_live_state_top
     assert_eq!(ops, vec![clear("lamp/temperature")]);
     apply(&mut s, &ops);
     assert!(!s.is_stale(&mut check, "lamp") && !s.is_stale(&mut check, "lamp/state"));
+    assert!(s.is_stale(&mut check, "lamp/temperature"), "the index follows a name lost");
     assert!(!is_wanted(&s, "lamp/brightness"), "a level nobody has under a wanted name is stale");
     // A level added after the index was built is found: the question builds it again.
     let ops = s.set(o.clone(), t(&[("lamp", "{}"), ("lamp/state", "ON"), ("lamp/brightness", "20")]));
