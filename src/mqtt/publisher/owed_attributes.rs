@@ -30,18 +30,14 @@ impl OwedAttributes {
         if units.is_empty() {
             return;
         }
-        match self.nets.iter_mut().find(|(n, _)| n == network) {
-            Some((_, owed)) => {
-                owed.extend_from_slice(units);
-                owed.sort_unstable();
-                owed.dedup();
-            }
-            None => {
-                let mut owed = units.to_vec();
-                owed.sort_unstable();
-                owed.dedup();
-                self.nets.push((network.clone(), owed));
-            }
+        let at = self.nets.iter().position(|(n, _)| n == network).unwrap_or_else(|| {
+            self.nets.push((network.clone(), Vec::new()));
+            self.nets.len() - 1
+        });
+        if let Some((_, owed)) = self.nets.get_mut(at) {
+            owed.extend_from_slice(units);
+            owed.sort_unstable();
+            owed.dedup();
         }
         self.since.get_or_insert_with(Instant::now);
     }
