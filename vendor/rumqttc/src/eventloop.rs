@@ -185,7 +185,19 @@ impl EventLoop {
     }
 
     /// Select on network and requests and generate keepalive pings when necessary
+    ///
+    /// casambi2mqtt patch: a turn may leave no event when the state reports no delivery
+    /// events (`MqttState::delivery_events`), so the turns repeat until one does.
     async fn select(&mut self) -> Result<Event, ConnectionError> {
+        loop {
+            if let Some(event) = self.select_turn().await? {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// One turn of [`Self::select`]: the first event it left, if any.
+    async fn select_turn(&mut self) -> Result<Option<Event>, ConnectionError> {
         let network = self.network.as_mut().unwrap();
         // let await_acks = self.state.await_acks;
         let inflight_full = self.state.inflight >= self.mqtt_options.inflight;
@@ -194,7 +206,7 @@ impl EventLoop {
 
         // Read buffered events from previous polls before calling a new poll
         if let Some(event) = self.state.events.pop_front() {
-            return Ok(event);
+            return Ok(Some(event));
         }
 
         let mut no_sleep = Box::pin(time::sleep(Duration::ZERO));
@@ -209,7 +221,7 @@ impl EventLoop {
                     Ok(inner) => inner?,
                     Err(_)=> return Err(ConnectionError::FlushTimeout),
                 };
-                Ok(self.state.events.pop_front().unwrap())
+                Ok(self.state.events.pop_front())
             },
              // Handles pending and new requests.
             // If available, prioritises pending requests from previous session.
@@ -267,7 +279,7 @@ impl EventLoop {
                         Ok(inner) => inner?,
                         Err(_)=> return Err(ConnectionError::FlushTimeout),
                     };
-                    Ok(self.state.events.pop_front().unwrap())
+                    Ok(self.state.events.pop_front())
                 }
                 Err(_) => Err(ConnectionError::RequestsDone),
             },
@@ -285,7 +297,7 @@ impl EventLoop {
                     Ok(inner) => inner?,
                     Err(_)=> return Err(ConnectionError::FlushTimeout),
                 };
-                Ok(self.state.events.pop_front().unwrap())
+                Ok(self.state.events.pop_front())
             }
         }
     }

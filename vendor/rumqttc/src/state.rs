@@ -72,6 +72,10 @@ pub struct MqttState {
     pub events: VecDeque<Event>,
     /// Indicates if acknowledgements should be send immediately
     pub manual_acks: bool,
+    /// casambi2mqtt patch: whether the events that only trace a publication's delivery (an
+    /// outgoing publish or release, an incoming PUBACK, PUBREC or PUBCOMP) are reported. A client
+    /// that ignores them sets this false: each reported event costs the client a poll.
+    pub delivery_events: bool,
 }
 
 impl MqttState {
@@ -96,6 +100,7 @@ impl MqttState {
             // TODO: Optimize these sizes later
             events: VecDeque::with_capacity(100),
             manual_acks,
+            delivery_events: true,
         }
     }
 
@@ -133,6 +138,24 @@ impl MqttState {
         self.inflight
     }
 
+    /// casambi2mqtt patch: queues `event` for the client unless it only traces a delivery and
+    /// [`Self::delivery_events`] is off.
+    fn push_event(&mut self, event: Event) {
+        let delivery = matches!(
+            event,
+            Event::Outgoing(
+                Outgoing::Publish(_)
+                    | Outgoing::PubAck(_)
+                    | Outgoing::PubRec(_)
+                    | Outgoing::PubRel(_)
+                    | Outgoing::PubComp(_)
+            )
+        );
+        if self.delivery_events || !delivery {
+            self.events.push_back(event);
+        }
+    }
+
     /// Consolidates handling of all outgoing mqtt packet logic. Returns a packet which should
     /// be put on to the network by the eventloop
     pub fn handle_outgoing_packet(
@@ -163,7 +186,11 @@ impl MqttState {
         &mut self,
         packet: Incoming,
     ) -> Result<Option<Packet>, StateError> {
-        self.events.push_back(Event::Incoming(packet.clone()));
+        if self.delivery_events
+            || !matches!(packet, Incoming::PubAck(_) | Incoming::PubRec(_) | Incoming::PubComp(_))
+        {
+            self.events.push_back(Event::Incoming(packet.clone()));
+        }
 
         let outgoing = match &packet {
             Incoming::PingResp => self.handle_incoming_pingresp()?,
@@ -238,7 +265,7 @@ impl MqttState {
             self.inflight += 1;
 
             let event = Event::Outgoing(Outgoing::Publish(publish.pkid));
-            self.events.push_back(event);
+            self.push_event(event);
             self.collision_ping_count = 0;
 
             Packet::Publish(publish)
@@ -262,7 +289,7 @@ impl MqttState {
         self.outgoing_rel.insert(pubrec.pkid as usize);
         let pubrel = PubRel { pkid: pubrec.pkid };
         let event = Event::Outgoing(Outgoing::PubRel(pubrec.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubRel(pubrel)))
     }
@@ -276,7 +303,7 @@ impl MqttState {
         self.incoming_pub.set(pubrel.pkid as usize, false);
         let event = Event::Outgoing(Outgoing::PubComp(pubrel.pkid));
         let pubcomp = PubComp { pkid: pubrel.pkid };
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubComp(pubcomp)))
     }
@@ -291,7 +318,7 @@ impl MqttState {
         self.inflight -= 1;
         let packet = self.check_collision(pubcomp.pkid).map(|publish| {
             let event = Event::Outgoing(Outgoing::Publish(publish.pkid));
-            self.events.push_back(event);
+            self.push_event(event);
             self.collision_ping_count = 0;
 
             Packet::Publish(publish)
@@ -324,7 +351,7 @@ impl MqttState {
                 info!("Collision on packet id = {:?}", publish.pkid);
                 self.collision = Some(publish);
                 let event = Event::Outgoing(Outgoing::AwaitAck(pkid));
-                self.events.push_back(event);
+                self.push_event(event);
                 return Ok(None);
             }
 
@@ -342,7 +369,7 @@ impl MqttState {
         );
 
         let event = Event::Outgoing(Outgoing::Publish(publish.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Publish(publish)))
     }
@@ -352,21 +379,21 @@ impl MqttState {
 
         debug!("Pubrel. Pkid = {}", pubrel.pkid);
         let event = Event::Outgoing(Outgoing::PubRel(pubrel.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubRel(pubrel)))
     }
 
     fn outgoing_puback(&mut self, puback: PubAck) -> Result<Option<Packet>, StateError> {
         let event = Event::Outgoing(Outgoing::PubAck(puback.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubAck(puback)))
     }
 
     fn outgoing_pubrec(&mut self, pubrec: PubRec) -> Result<Option<Packet>, StateError> {
         let event = Event::Outgoing(Outgoing::PubRec(pubrec.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubRec(pubrec)))
     }
@@ -401,7 +428,7 @@ impl MqttState {
         );
 
         let event = Event::Outgoing(Outgoing::PingReq);
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PingReq))
     }
@@ -423,7 +450,7 @@ impl MqttState {
         );
 
         let event = Event::Outgoing(Outgoing::Subscribe(subscription.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Subscribe(subscription)))
     }
@@ -441,7 +468,7 @@ impl MqttState {
         );
 
         let event = Event::Outgoing(Outgoing::Unsubscribe(unsub.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Unsubscribe(unsub)))
     }
@@ -450,7 +477,7 @@ impl MqttState {
         debug!("Disconnect");
 
         let event = Event::Outgoing(Outgoing::Disconnect);
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Disconnect))
     }

@@ -178,7 +178,19 @@ impl EventLoop {
     }
 
     /// Select on network and requests and generate keepalive pings when necessary
+    ///
+    /// casambi2mqtt patch: a turn may leave no event when the state reports no delivery
+    /// events (`MqttState::delivery_events`), so the turns repeat until one does.
     async fn select(&mut self) -> Result<Event, ConnectionError> {
+        loop {
+            if let Some(event) = self.select_turn().await? {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// One turn of [`Self::select`]: the first event it left, if any.
+    async fn select_turn(&mut self) -> Result<Option<Event>, ConnectionError> {
         let network = self.network.as_mut().unwrap();
         // let await_acks = self.state.await_acks;
 
@@ -187,7 +199,7 @@ impl EventLoop {
 
         // Read buffered events from previous polls before calling a new poll
         if let Some(event) = self.state.events.pop_front() {
-            return Ok(event);
+            return Ok(Some(event));
         }
 
         // this loop is necessary since self.incoming.pop_front() might return None. In that case,
@@ -246,7 +258,7 @@ impl EventLoop {
                         batched += 1;
                     }
                     network.flush().await?;
-                    Ok(self.state.events.pop_front().unwrap())
+                    Ok(self.state.events.pop_front())
                 }
                 Err(_) => Err(ConnectionError::RequestsDone),
             },
@@ -255,7 +267,7 @@ impl EventLoop {
                 o?;
                 // flush all the acks and return first incoming packet
                 network.flush().await?;
-                Ok(self.state.events.pop_front().unwrap())
+                Ok(self.state.events.pop_front())
             },
             // We generate pings irrespective of network activity. This keeps the ping logic
             // simple. We can change this behavior in future if necessary (to prevent extra pings)
@@ -267,7 +279,7 @@ impl EventLoop {
                     network.write(outgoing).await?;
                 }
                 network.flush().await?;
-                Ok(self.state.events.pop_front().unwrap())
+                Ok(self.state.events.pop_front())
             }
         }
     }

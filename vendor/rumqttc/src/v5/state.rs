@@ -102,6 +102,10 @@ pub struct MqttState {
     pub events: VecDeque<Event>,
     /// Indicates if acknowledgements should be send immediately
     pub manual_acks: bool,
+    /// casambi2mqtt patch: whether the events that only trace a publication's delivery (an
+    /// outgoing publish or release, an incoming PUBACK, PUBREC or PUBCOMP) are reported. A client
+    /// that ignores them sets this false: each reported event costs the client a poll.
+    pub delivery_events: bool,
     /// Map of alias_id->topic
     topic_alises: HashMap<u16, Bytes>,
     /// `topic_alias_maximum` RECEIVED via connack packet
@@ -132,6 +136,7 @@ impl MqttState {
             // TODO: Optimize these sizes later
             events: VecDeque::with_capacity(100),
             manual_acks,
+            delivery_events: true,
             topic_alises: HashMap::new(),
             // Set via CONNACK
             broker_topic_alias_max: 0,
@@ -171,6 +176,24 @@ impl MqttState {
         self.inflight
     }
 
+    /// casambi2mqtt patch: queues `event` for the client unless it only traces a delivery and
+    /// [`Self::delivery_events`] is off.
+    fn push_event(&mut self, event: Event) {
+        let delivery = matches!(
+            event,
+            Event::Outgoing(
+                Outgoing::Publish(_)
+                    | Outgoing::PubAck(_)
+                    | Outgoing::PubRec(_)
+                    | Outgoing::PubRel(_)
+                    | Outgoing::PubComp(_)
+            )
+        );
+        if self.delivery_events || !delivery {
+            self.events.push_back(event);
+        }
+    }
+
     /// Consolidates handling of all outgoing mqtt packet logic. Returns a packet which should
     /// be put on to the network by the eventloop
     pub fn handle_outgoing_packet(
@@ -203,7 +226,11 @@ impl MqttState {
         &mut self,
         mut packet: Incoming,
     ) -> Result<Option<Packet>, StateError> {
-        self.events.push_back(Event::Incoming(packet.to_owned()));
+        if self.delivery_events
+            || !matches!(packet, Incoming::PubAck(_) | Incoming::PubRec(_) | Incoming::PubComp(_))
+        {
+            self.events.push_back(Event::Incoming(packet.to_owned()));
+        }
 
         let outgoing = match &mut packet {
             Incoming::PingResp(_) => self.handle_incoming_pingresp()?,
@@ -377,7 +404,7 @@ impl MqttState {
 
             let pkid = publish.pkid;
             let event = Event::Outgoing(Outgoing::Publish(pkid));
-            self.events.push_back(event);
+            self.push_event(event);
             self.collision_ping_count = 0;
 
             return Ok(Some(Packet::Publish(publish)));
@@ -410,7 +437,7 @@ impl MqttState {
         // NOTE: Inflight - 1 for qos2 in comp
         self.outgoing_rel.insert(pubrec.pkid as usize);
         let event = Event::Outgoing(Outgoing::PubRel(pubrec.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubRel(PubRel::new(pubrec.pkid, None))))
     }
@@ -431,7 +458,7 @@ impl MqttState {
         }
 
         let event = Event::Outgoing(Outgoing::PubComp(pubrel.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubComp(PubComp::new(pubrel.pkid, None))))
     }
@@ -440,7 +467,7 @@ impl MqttState {
         let outgoing = self.check_collision(pubcomp.pkid).map(|publish| {
             let pkid = publish.pkid;
             let event = Event::Outgoing(Outgoing::Publish(pkid));
-            self.events.push_back(event);
+            self.push_event(event);
             self.collision_ping_count = 0;
 
             Packet::Publish(publish)
@@ -487,7 +514,7 @@ impl MqttState {
                 info!("Collision on packet id = {:?}", publish.pkid);
                 self.collision = Some(publish);
                 let event = Event::Outgoing(Outgoing::AwaitAck(pkid));
-                self.events.push_back(event);
+                self.push_event(event);
                 return Ok(None);
             }
 
@@ -520,7 +547,7 @@ impl MqttState {
         };
 
         let event = Event::Outgoing(Outgoing::Publish(pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Publish(publish)))
     }
@@ -531,7 +558,7 @@ impl MqttState {
         debug!("Pubrel. Pkid = {}", pubrel.pkid);
 
         let event = Event::Outgoing(Outgoing::PubRel(pubrel.pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubRel(PubRel::new(pubrel.pkid, None))))
     }
@@ -539,7 +566,7 @@ impl MqttState {
     fn outgoing_puback(&mut self, puback: PubAck) -> Result<Option<Packet>, StateError> {
         let pkid = puback.pkid;
         let event = Event::Outgoing(Outgoing::PubAck(pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubAck(puback)))
     }
@@ -547,7 +574,7 @@ impl MqttState {
     fn outgoing_pubrec(&mut self, pubrec: PubRec) -> Result<Option<Packet>, StateError> {
         let pkid = pubrec.pkid;
         let event = Event::Outgoing(Outgoing::PubRec(pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PubRec(pubrec)))
     }
@@ -579,7 +606,7 @@ impl MqttState {
         );
 
         let event = Event::Outgoing(Outgoing::PingReq);
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::PingReq(PingReq)))
     }
@@ -602,7 +629,7 @@ impl MqttState {
 
         let pkid = subscription.pkid;
         let event = Event::Outgoing(Outgoing::Subscribe(pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Subscribe(subscription)))
     }
@@ -621,7 +648,7 @@ impl MqttState {
 
         let pkid = unsub.pkid;
         let event = Event::Outgoing(Outgoing::Unsubscribe(pkid));
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Unsubscribe(unsub)))
     }
@@ -632,7 +659,7 @@ impl MqttState {
     ) -> Result<Option<Packet>, StateError> {
         debug!("Disconnect with {:?}", reason);
         let event = Event::Outgoing(Outgoing::Disconnect);
-        self.events.push_back(event);
+        self.push_event(event);
 
         Ok(Some(Packet::Disconnect(Disconnect::new(reason))))
     }
