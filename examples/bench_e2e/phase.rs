@@ -288,6 +288,9 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
             a.map(|a| a.saturating_sub(sent).as_secs_f64() * 1000.0)
         })
         .collect();
+    if let Some(path) = std::env::var_os("BENCH_LATENCY_TRACE") {
+        write_trace(std::path::Path::new(&path), rig.recorder.base, &injected_at, &arrived);
+    }
     latencies.sort_by(f64::total_cmp);
     Ok(PhaseResult {
         rate,
@@ -317,6 +320,32 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
 /// The sustained rate with zero loss that a set of runs shows: the highest rate at which, and at
 /// every rate below which, every run lost nothing; and the rate where loss began. From `(rate,
 /// lost)` of each run, in any order.
+/// With `BENCH_LATENCY_TRACE=PATH`, appends each change's injection (UTC, to line up with the
+/// bridge's log) and its latency in ms (`lost` when it never arrived), one per line.
+fn write_trace(path: &std::path::Path, base: Instant, injected_at: &[AtomicU64], arrived: &[Option<Duration>]) {
+    use std::io::Write;
+    let base_utc = chrono::Utc::now() - base.elapsed();
+    let lines: String = injected_at
+        .iter()
+        .zip(arrived)
+        .map(|(t, a)| {
+            let sent = Duration::from_nanos(t.load(Ordering::Relaxed));
+            let at = base_utc + sent;
+            let latency =
+                a.map_or("lost".to_string(), |a| format!("{:.3}", (a.saturating_sub(sent)).as_secs_f64() * 1e3));
+            format!("{} {latency}\n", at.format("%H:%M:%S%.6f"))
+        })
+        .collect();
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(lines.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("warning: latency trace {}: {e}", path.display());
+    }
+}
+
 pub fn sustained_zero_loss(runs: &[(f64, usize)]) -> String {
     let mut rates: Vec<f64> = runs.iter().map(|(rate, _)| *rate).collect();
     rates.sort_by(f64::total_cmp);

@@ -178,7 +178,12 @@ impl Publisher {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 u = updates.recv() => match u {
-                    Some(u) => self.on_update(u).await,
+                    Some(u) => {
+                        if matches!(u, Update::Unit { .. } | Update::Status { .. } | Update::Event { .. }) {
+                            self.data.live_change();
+                        }
+                        self.on_update(u).await;
+                    }
                     None => {
                         tracing::debug!("update stream ended");
                         break;

@@ -256,15 +256,32 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Response, ApiEr
         Route::NetworkState(n) => reads::network(shared, headers, &n, true),
         Route::Units(n) => reads::units(shared, headers, &n),
         Route::UnitState(n, u) => reads::unit_state(shared, headers, &n, &u),
-        Route::UnitIcon(n, u) => reads::unit_icon(shared, headers, &n, &u),
+        Route::UnitIcon(n, u) => off_thread(shared, headers, move |s, h| reads::unit_icon(s, h, &n, &u)).await,
         Route::Groups(n) => reads::groups(shared, headers, &n),
         Route::Scenes(n) => reads::scenes(shared, headers, &n),
         Route::Gallery(n) => reads::gallery(shared, headers, &n),
-        Route::Image(n, i) => reads::image(shared, headers, &n, &i),
+        Route::Image(n, i) => off_thread(shared, headers, move |s, h| reads::image(s, h, &n, &i)).await,
         Route::Fixture(f) => reads::fixture(shared, &f),
-        Route::FixtureIcon(f) => reads::fixture_icon(shared, &f),
-        Route::Datapoints(n) => reads::datapoints(shared, headers, &n, parts.uri.query()),
+        Route::FixtureIcon(f) => off_thread(shared, headers, move |s, _| reads::fixture_icon(s, &f)).await,
+        Route::Datapoints(n) => {
+            let query = parts.uri.query().map(str::to_owned);
+            off_thread(shared, headers, move |s, h| reads::datapoints(s, h, &n, query.as_deref())).await
+        }
     }
+}
+
+/// Runs a read that is CPU work (PNG encoding; datapoint generation, whose first energy reading
+/// of a unit sums every slot of the retention) on the blocking pool: on the server's own thread
+/// it would hold back every wire's events for as long as it runs.
+async fn off_thread(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    read: impl FnOnce(&Shared, &HeaderMap) -> Result<Response, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
+    let (shared, headers) = (Arc::clone(shared), headers.clone());
+    tokio::task::spawn_blocking(move || read(&shared, &headers))
+        .await
+        .unwrap_or_else(|e| Err(ApiError::Internal(format!("the read failed: {e}"))))
 }
 
 /// A header's value as text (`None` when absent or not visible ASCII).

@@ -4,15 +4,18 @@
 //! key that has a sensor gets its device config rendered again: for a big network that is tens
 //! of milliseconds of work and megabytes for the broker. Done in one go it would hold back every
 //! live change queued behind it, in the publisher and in the broker's queues, so the publisher
-//! takes the units a few at a time, at most every [`DATA_TURN_INTERVAL`], whenever no update
-//! waits (or one has waited [`DATA_DELAY`]).
+//! takes the units a few at a time, whenever no update waits (or one has waited [`DATA_DELAY`]):
+//! at most every [`DATA_TURN_INTERVAL`] on a quiet site, one unit every
+//! [`DATA_TURN_INTERVAL_LIVE`] while live changes keep coming, so that the broker and the
+//! bridge's CPU, which such a stream may already keep busy, take the datapoints' work in small,
+//! spread-out pieces.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
-/// How many units' datapoints are published in one turn: each may re-render a device config
-/// (~200,000 instructions), so a live change waits at most a few of those.
+/// How many units' datapoints are published in one turn on a quiet site: each may re-render a
+/// device config (~200,000 instructions), so a live change waits at most a few of those.
 pub(super) const DATA_UNITS_PER_TURN: usize = 4;
 
 /// How long the datapoints may wait while updates keep coming.
@@ -21,6 +24,12 @@ pub(super) const DATA_DELAY: Duration = Duration::from_millis(50);
 /// The shortest time between two turns: 2,000 units a second, about 6,000 messages, a tenth of
 /// what a broker takes in a second, so its queues stay short for the live changes.
 pub(super) const DATA_TURN_INTERVAL: Duration = Duration::from_millis(2);
+
+/// The time between turns, of one unit each, after a live change came in since the last turn:
+/// 200 units a second, about 400 messages, a few per cent of what the broker takes. A stream
+/// of live changes already keeps the broker and the bridge busy, and turns at the quiet pace
+/// held its changes back by tens of milliseconds (BENCHMARKS.md, "Latency with datapoints").
+pub(super) const DATA_TURN_INTERVAL_LIVE: Duration = Duration::from_millis(5);
 
 /// A unit: its network's id and its id.
 type Unit = (Arc<str>, u32);
@@ -34,6 +43,8 @@ pub(super) struct DataQueue {
     since: Option<Instant>,
     /// When the next turn may be taken.
     next_at: Option<Instant>,
+    /// Whether a live change came in since the last turn.
+    live: bool,
 }
 
 impl DataQueue {
@@ -45,23 +56,34 @@ impl DataQueue {
         }
     }
 
+    /// Notes that a live change came in: the next turn takes the live pace.
+    pub(super) fn live_change(&mut self) {
+        self.live = true;
+    }
+
     /// Since when a unit waits, for [`super::due`].
     pub(super) fn since(&self) -> Option<Instant> {
         self.since
     }
 
-    /// When the next turn may be taken ([`DATA_TURN_INTERVAL`] after the last).
+    /// When the next turn may be taken ([`DATA_TURN_INTERVAL`] or [`DATA_TURN_INTERVAL_LIVE`]
+    /// after the last).
     pub(super) fn next_at(&self) -> Instant {
         self.next_at.unwrap_or_else(Instant::now)
     }
 
-    /// The next units to publish: at most [`DATA_UNITS_PER_TURN`], of one network; `None` when
-    /// none waits.
+    /// The next units to publish, of one network: at most [`DATA_UNITS_PER_TURN`], one when a
+    /// live change came in since the last turn; `None` when none waits.
     pub(super) fn next_turn(&mut self) -> Option<(Arc<str>, Vec<u32>)> {
-        self.next_at = Some(Instant::now() + DATA_TURN_INTERVAL);
+        let (interval, units) = if std::mem::take(&mut self.live) {
+            (DATA_TURN_INTERVAL_LIVE, 1)
+        } else {
+            (DATA_TURN_INTERVAL, DATA_UNITS_PER_TURN)
+        };
+        self.next_at = Some(Instant::now() + interval);
         let network = self.waiting.front()?.0.clone();
-        let mut ids = Vec::with_capacity(DATA_UNITS_PER_TURN);
-        while ids.len() < DATA_UNITS_PER_TURN
+        let mut ids = Vec::with_capacity(units);
+        while ids.len() < units
             && self.waiting.front().is_some_and(|(n, _)| *n == network)
             && let Some(unit) = self.waiting.pop_front()
         {
@@ -108,6 +130,21 @@ mod tests {
         assert_eq!(q.next_turn(), turn("a", &[1]));
         assert!(q.next_turn().is_none());
         assert!(q.since().is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_live_change_slows_the_next_turn_to_one_unit() {
+        let mut q = DataQueue::default();
+        for id in 1..=6 {
+            q.push("a".into(), id);
+        }
+        q.live_change();
+        let at = Instant::now();
+        assert_eq!(q.next_turn(), turn("a", &[1]));
+        assert_eq!(q.next_at(), at + DATA_TURN_INTERVAL_LIVE);
+        // No live change since: the quiet pace again.
+        assert_eq!(q.next_turn(), turn("a", &[2, 3, 4, 5]));
+        assert_eq!(q.next_at(), at + DATA_TURN_INTERVAL);
     }
 
     #[tokio::test]
