@@ -7,8 +7,8 @@
 # alone; secrets: mount files and point `*_file` keys at them (e.g. /run/secrets/casambi_api_key).
 
 FROM rust:1.95-bookworm AS build
-# The cargo profile: `release` ships; the project's CI builds `ci-image` (the same code without
-# whole-program optimisation) to test the image in a fraction of the time.
+# The cargo profile: `release` ships; the project's CI builds `ci-image` (the same code, less
+# optimised) to test the image in a fraction of the time.
 ARG PROFILE=release
 WORKDIR /src
 COPY . .

@@ -22,8 +22,8 @@ DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # What the image adds to debian:bookworm-slim may weigh this much: with the official base
 # (about 75 MB unpacked) the image stays within 100 MB.
 ADDED_LIMIT_MB=25
-# The cargo profile the image is built with: `ci-image` is the release build without
-# whole-program optimisation (Cargo.toml), `PROFILE=release` builds the image as it ships.
+# The cargo profile the image is built with: `ci-image` is the release build at opt-level 1
+# without whole-program optimisation (Cargo.toml), `PROFILE=release` builds it as it ships.
 PROFILE=${PROFILE:-ci-image}
 
 log() { printf '[container] %s\n' "$*" >&2; }
