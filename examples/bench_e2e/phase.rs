@@ -317,9 +317,6 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     })
 }
 
-/// The sustained rate with zero loss that a set of runs shows: the highest rate at which, and at
-/// every rate below which, every run lost nothing; and the rate where loss began. From `(rate,
-/// lost)` of each run, in any order.
 /// With `BENCH_LATENCY_TRACE=PATH`, appends each change's injection (UTC, to line up with the
 /// bridge's log) and its latency in ms (`lost` when it never arrived), one per line.
 fn write_trace(path: &std::path::Path, base: Instant, injected_at: &[AtomicU64], arrived: &[Option<Duration>]) {
@@ -346,6 +343,9 @@ fn write_trace(path: &std::path::Path, base: Instant, injected_at: &[AtomicU64],
     }
 }
 
+/// The sustained rate with zero loss that a set of runs shows: the highest rate at which, and at
+/// every rate below which, every run lost nothing; and the rate where loss began. From `(rate,
+/// lost)` of each run, in any order.
 pub fn sustained_zero_loss(runs: &[(f64, usize)]) -> String {
     let mut rates: Vec<f64> = runs.iter().map(|(rate, _)| *rate).collect();
     rates.sort_by(f64::total_cmp);

@@ -28,7 +28,7 @@ pub(super) const DATA_TURN_INTERVAL: Duration = Duration::from_millis(2);
 /// The time between turns, of one unit each, after a live change came in since the last turn:
 /// 200 units a second, about 400 messages, a few per cent of what the broker takes. A stream
 /// of live changes already keeps the broker and the bridge busy, and turns at the quiet pace
-/// held its changes back by tens of milliseconds (BENCHMARKS.md, "Latency with datapoints").
+/// held its changes back by tens of milliseconds (BENCHMARKS.md, figures behind constants).
 pub(super) const DATA_TURN_INTERVAL_LIVE: Duration = Duration::from_millis(5);
 
 /// A unit: its network's id and its id.
