@@ -22,7 +22,12 @@ pub enum ImageError {
 /// 64-bit FNV-1a: a tiny, stable hash. Used wherever the simulator derives values from ids, so
 /// the results never change between runs, platforms or Rust versions (unlike `DefaultHasher`).
 pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a_from(0xcbf2_9ce4_8422_2325, parts)
+}
+
+/// Continues an FNV-1a hash: `fnv1a_from(fnv1a(a), b)` equals `fnv1a(a ++ b)`, so a prefix
+/// shared by many hashes is hashed once.
+pub(crate) fn fnv1a_from(mut h: u64, parts: &[&[u8]]) -> u64 {
     for part in parts {
         for b in *part {
             h ^= u64::from(*b);
@@ -105,6 +110,13 @@ fn encode(pixels: &[u8]) -> Result<Vec<u8>, ImageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_continued_hash_equals_the_whole_one() {
+        let whole = fnv1a(&[b"seed", b"network", b"unit", b"slot"]);
+        assert_eq!(fnv1a_from(fnv1a(&[b"seed", b"network"]), &[b"unit", b"slot"]), whole);
+        assert_ne!(fnv1a_from(fnv1a(&[b"seed", b"network"]), &[b"unitslot"]), whole);
+    }
 
     fn decode(bytes: &[u8]) -> (png::OutputInfo, Vec<u8>) {
         let decoder = png::Decoder::new(std::io::Cursor::new(bytes));

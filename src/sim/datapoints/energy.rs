@@ -42,7 +42,7 @@ impl EnergyLedger {
         let offset = (slot - self.origin_slot).max(0);
         let day = offset / SLOTS_PER_DAY;
         let day_start = self.origin_slot + day * SLOTS_PER_DAY;
-        let sum = |from: i64, to: i64| (from..to).map(|s| history.power_tenths(unit, s)).sum::<u64>();
+        let sum = |from: i64, to: i64| history.power_tenths_sum(unit, from, to);
         let key: MeterId = (history.seed, history.network.to_string(), unit.id, unit.keys.contains(&Key::Dimmer));
         let at_day_start = {
             let mut days = self.days.lock().unwrap_or_else(PoisonError::into_inner);

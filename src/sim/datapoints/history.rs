@@ -23,7 +23,7 @@
 use super::energy::{self, EnergyLedger};
 use super::query::Query;
 use super::{Key, RETENTION_MS, SLOT_MS};
-use crate::sim::images::fnv1a;
+use crate::sim::images::{fnv1a, fnv1a_from};
 use crate::sim::site;
 use chrono::DateTime;
 use serde_json::{Value, json};
@@ -143,19 +143,22 @@ impl History<'_> {
     }
 
     fn hash(&self, unit: i64, key: Key, slot: i64) -> u64 {
-        fnv1a(&[
+        self.series(unit, key).at(slot)
+    }
+
+    /// The hash of (seed, network, unit, key), which each slot's hash continues.
+    fn series(&self, unit: i64, key: Key) -> SeriesHash {
+        SeriesHash(fnv1a(&[
             &self.seed.to_le_bytes(),
             self.network.as_bytes(),
             &unit.to_le_bytes(),
             key.name().as_bytes(),
-            &slot.to_le_bytes(),
-        ])
+        ]))
     }
 
     /// The dimmer level of a unit in a slot in hundredths (also drives `power`).
     fn level_hundredths(&self, unit: i64, slot: i64) -> u64 {
-        let h = self.hash(unit, Key::Dimmer, slot);
-        if h.is_multiple_of(4) { 0 } else { (h >> 8) % 101 }
+        level_hundredths(self.series(unit, Key::Dimmer).at(slot))
     }
 
     /// The dimmer level of a unit in a slot, 0..1.
@@ -165,15 +168,23 @@ impl History<'_> {
 
     /// Whether an on/off unit is on in a slot.
     fn on(&self, unit: i64, slot: i64) -> u8 {
-        u8::from(!self.hash(unit, Key::OnOff, slot).is_multiple_of(3))
+        on(self.series(unit, Key::OnOff).at(slot))
     }
 
     /// A unit's `power` in a slot in tenths of a watt: exactly the value `power` shows, × 10.
     pub(super) fn power_tenths(&self, unit: &UnitSeries, slot: i64) -> u64 {
+        self.power_tenths_sum(unit, slot, slot + 1)
+    }
+
+    /// The sum of a unit's [`Self::power_tenths`] over the slots `from..to`. An energy meter's
+    /// first reading sums up to 60 days of slots, so the unit's part of the hash is made once.
+    pub(super) fn power_tenths_sum(&self, unit: &UnitSeries, from: i64, to: i64) -> u64 {
         if unit.keys.contains(&Key::Dimmer) {
-            self.level_hundredths(unit.id, slot) * 4
+            let series = self.series(unit.id, Key::Dimmer);
+            (from..to).map(|slot| level_hundredths(series.at(slot)) * 4).sum()
         } else {
-            u64::from(self.on(unit.id, slot)) * 400
+            let series = self.series(unit.id, Key::OnOff);
+            (from..to).map(|slot| u64::from(on(series.at(slot))) * 400).sum()
         }
     }
 
@@ -215,6 +226,27 @@ impl History<'_> {
             Key::Status => "ok".to_string(),
         }
     }
+}
+
+/// The hash state of one unit's key, before the slot.
+#[derive(Clone, Copy)]
+struct SeriesHash(u64);
+
+impl SeriesHash {
+    /// The hash of a slot of the series.
+    fn at(self, slot: i64) -> u64 {
+        fnv1a_from(self.0, &[&slot.to_le_bytes()])
+    }
+}
+
+/// A dimmer level in hundredths from its slot's hash.
+fn level_hundredths(hash: u64) -> u64 {
+    if hash.is_multiple_of(4) { 0 } else { (hash >> 8) % 101 }
+}
+
+/// Whether an on/off unit is on, from its slot's hash.
+fn on(hash: u64) -> u8 {
+    u8::from(!hash.is_multiple_of(3))
 }
 
 /// Formats a time as the service does: ISO 8601, UTC, milliseconds and an explicit offset
