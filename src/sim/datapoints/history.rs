@@ -158,7 +158,7 @@ impl History<'_> {
 
     /// The dimmer level of a unit in a slot in hundredths (also drives `power`).
     fn level_hundredths(&self, unit: i64, slot: i64) -> u64 {
-        level_hundredths(self.series(unit, Key::Dimmer).at(slot))
+        level_hundredths(self.hash(unit, Key::Dimmer, slot))
     }
 
     /// The dimmer level of a unit in a slot, 0..1.
@@ -168,7 +168,7 @@ impl History<'_> {
 
     /// Whether an on/off unit is on in a slot.
     fn on(&self, unit: i64, slot: i64) -> u8 {
-        on(self.series(unit, Key::OnOff).at(slot))
+        on(self.hash(unit, Key::OnOff, slot))
     }
 
     /// A unit's `power` in a slot in tenths of a watt: exactly the value `power` shows, × 10.
