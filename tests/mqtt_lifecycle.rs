@@ -1,6 +1,7 @@
 //! The publisher's behaviour over time against a real mosquitto: broker restart, Home
 //! Assistant's birth message, removed and renamed units, retained commands, stale configs of an
-//! earlier run, the last will, and `TCP_NODELAY` on the connections.
+//! earlier run, the last will, `TCP_NODELAY` on the connections, and a device config losing a
+//! component.
 
 mod common;
 
@@ -372,5 +373,46 @@ async fn a_same_named_newcomer_moves_no_existing_topic() {
         .map(|s| s.topic.as_str())
         .collect();
     assert!(cleared.is_empty(), "cleared on the way: {cleared:?}");
+    rig.bridge.stop().await;
+}
+
+/// A device config that loses a component goes out twice, in order: first with that component
+/// cut down to its platform (Home Assistant removes the entity only so), then without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_config_that_loses_a_component_cuts_it_down_first() {
+    use casambi2mqtt::bridge::update::Update;
+    use casambi2mqtt::cloud::model::UnitState;
+    const CONFIG: &str = "homeassistant/device/casambi2mqtt_7bd1f2a64c3e4d0f9a8b1c2d3e4f5a6b_d0c0ffee0004/config";
+    let (rig, before) = rig().await;
+    let home = rig.home.clone();
+    let original = before.get(CONFIG).expect("the hallway sensor's device config").clone();
+    let cmps = |payload: &str| -> serde_json::Map<String, serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_str(payload).expect("a JSON config");
+        v["cmps"].as_object().expect("cmps").clone()
+    };
+    let sensor =
+        view_of(&rig.sim, &home).units.values().find(|u| u.address.as_deref() == Some("d0c0ffee0004")).cloned();
+    let sensor = sensor.expect("the demo's hallway presence sensor");
+    let mut grown = serde_json::to_value(&*sensor).expect("a unit serialises");
+    grown["controls"].as_array_mut().expect("controls").push(serde_json::json!({"type": "Lux", "value": 12}));
+    let grown: UnitState = serde_json::from_value(grown).expect("the unit with a lux reading");
+
+    let mut w = Watcher::start(rig.broker.port(), CONFIG).await;
+    w.settle(Duration::from_millis(300), Duration::from_secs(5)).await;
+    let send =
+        |unit: UnitState| rig.bridge.updates.send(Update::Unit { network: home.as_str().into(), unit: unit.into() });
+    send(grown).await.expect("the publisher runs");
+    let two = w.wait_for(SETTLE, |s| cmps(&s.payload).len() > cmps(&original).len()).await;
+    let added: Vec<String> = cmps(&two.payload).keys().filter(|k| !cmps(&original).contains_key(*k)).cloned().collect();
+    assert_eq!(added.len(), 1, "one component added: {added:?}");
+    let lux = &added[0];
+
+    send(UnitState::clone(&sensor)).await.expect("the publisher runs");
+    let step = w.wait_for(SETTLE, |_| true).await;
+    let step_cmps = cmps(&step.payload);
+    let platform = cmps(&two.payload)[lux]["p"].clone();
+    assert_eq!(step_cmps.get(lux), Some(&serde_json::json!({ "p": platform })), "the step: {}", step.payload);
+    let last = w.wait_for(SETTLE, |_| true).await;
+    assert_eq!(last.payload, original, "then the config as before the lux reading");
     rig.bridge.stop().await;
 }

@@ -11,7 +11,6 @@ impl Publisher {
             return;
         }
         let qos = self.qos_of(batch);
-        let device_prefix = self.device_prefix();
         for op in ops {
             // The op's strings move into the client; the store keeps the topic's fingerprint and
             // the payload's print.
@@ -22,8 +21,10 @@ impl Publisher {
                 }
                 Op::Publish { topic, payload, previous, .. } => {
                     // HA needs a device config with a removed component cut down to its
-                    // platform before the config without it.
-                    if let (Some(prefix), Some(prev)) = (&device_prefix, &previous)
+                    // platform before the config without it. Only a replaced config has a
+                    // `previous`, so a change of state alone asks nothing of the prefix.
+                    if let Some(prev) = &previous
+                        && let Some(prefix) = self.device_prefix()
                         && topic.starts_with(prefix.as_str())
                         && let Some(step) = discovery::removal_step(prev, &payload)
                     {
