@@ -19,8 +19,8 @@ done
 rate=${1:-500}
 short=${2:-10}
 long=${3:-40}
-[[ "$rate$short$long" =~ ^[0-9]+$ && "$long" -gt "$short" && "$short" -gt 0 ]] \
-  || { echo "usage: $0 [RATE] [SHORT] [LONG], whole numbers with LONG > SHORT > 0" >&2; exit 2; }
+[[ "$rate$short$long" =~ ^[0-9]+$ && "$rate" -gt 0 && "$long" -gt "$short" && "$short" -gt 0 ]] \
+  || { echo "usage: $0 [RATE] [SHORT] [LONG], whole numbers, RATE > 0, LONG > SHORT > 0" >&2; exit 2; }
 cargo build --release --locked --bin casambi2mqtt --example bench_e2e >&2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
