@@ -1,7 +1,7 @@
 //! The running bridge: wires the layers together for `casambi2mqtt run` and `demo`.
 //!
 //! ```text
-//! Bridge (cloud → updates) ──► tee (health, commands' view, web page) ──► MQTT publisher ──► broker
+//! Bridge (cloud → updates) ──► MQTT publisher (health, commands' view, web page look first) ──► broker
 //!        ▲                                                                      │
 //!        └──────── CommandDispatcher ◄──── resolved `…/set` commands ◄──────────┘
 //!                        ▲
@@ -148,7 +148,7 @@ pub async fn run(
         datapoints: crate::bridge::datapoints::Job::of(&config.datapoints),
         ..Timing::default()
     };
-    let (updates_tx, mut updates_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
+    let (updates_tx, updates_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
     let bridge = Bridge::start_with_sites(
         &config.cloud,
         &config.networks,
@@ -174,8 +174,6 @@ pub async fn run(
     }));
 
     let (dispatcher, mut rejections) = CommandDispatcher::new(bridge.clone(), DispatchConfig::default());
-    let (publish_tx, publish_rx) = mpsc::channel::<Update>(UPDATE_QUEUE);
-    let publish_probe = publish_tx.downgrade();
     let (commands_tx, mut commands_rx) = mpsc::channel::<ResolvedCommand>(1024);
     let (requests_tx, requests_rx) = mpsc::channel::<Request>(1024);
 
@@ -195,27 +193,20 @@ pub async fn run(
         None => (None, None),
     };
 
-    let renderer = Renderer::of(&config.mqtt_config());
-    // Tee: health, the command layer and the web page see every update before the publisher does.
-    let tee_web = web.clone();
-    let tee_health = health.clone();
-    let tee_dispatcher = dispatcher.clone();
-    let tee_bridge = bridge.clone();
-    tokio::spawn(async move {
-        let mut summary = StartupSummary::new(renderer);
-        while let Some(update) = updates_rx.recv().await {
-            summary.observe(&update, &tee_bridge);
-            tee_health.observe(&update);
-            tee_dispatcher.observe(&update);
-            if let Some(web) = &tee_web {
-                if let Update::Datapoints { network, points } = &update {
-                    web.note_datapoints(network, points);
-                }
-                web.mirror.observe(&update);
+    // Health, the command layer and the web page see every update just before the publisher
+    // handles it, on the publisher's task.
+    let mut summary = StartupSummary::new(Renderer::of(&config.mqtt_config()));
+    let (web_seen, health_seen, dispatcher_seen, bridge_seen) =
+        (web.clone(), health.clone(), dispatcher.clone(), bridge.clone());
+    let updates = mqtt::Updates::observed(updates_rx, move |update| {
+        summary.observe(update, &bridge_seen);
+        health_seen.observe(update);
+        dispatcher_seen.observe(update);
+        if let Some(web) = &web_seen {
+            if let Update::Datapoints { network, points } = update {
+                web.note_datapoints(network, points);
             }
-            if publish_tx.send(update).await.is_err() {
-                break;
-            }
+            web.mirror.observe(update);
         }
     });
     // Resolved command topics become dispatcher requests.
@@ -243,11 +234,11 @@ pub async fn run(
         }
     });
     tokio::spawn(dispatcher.clone().run(requests_rx, inner.clone()));
-    let drain = Drain { updates: updates_tx.downgrade(), publish: publish_probe };
+    let drain = Drain { updates: updates_tx.downgrade() };
     drop(updates_tx);
 
     let mqtt_token = CancellationToken::new();
-    let mut mqtt_task = tokio::spawn(mqtt::run(config.mqtt_config(), publish_rx, commands_tx, mqtt_token.clone()));
+    let mut mqtt_task = tokio::spawn(mqtt::run(config.mqtt_config(), updates, commands_tx, mqtt_token.clone()));
 
     tracing::info!(summary = %config.summary(), "bridge started");
     if let Some(started) = started {
@@ -287,17 +278,15 @@ pub async fn run(
 /// Watches the two queues in front of the publisher (without keeping them open).
 struct Drain {
     updates: mpsc::WeakSender<Update>,
-    publish: mpsc::WeakSender<Update>,
 }
 
 impl Drain {
-    /// Waits until both queues are empty (or closed), at most `limit`. The publisher handles an
+    /// Waits until the queue is empty (or closed), at most `limit`. The publisher handles an
     /// update it took before it looks at the shutdown token again.
     async fn wait(&self, limit: Duration) {
-        let empty =
-            |weak: &mpsc::WeakSender<Update>| weak.upgrade().is_none_or(|tx| tx.capacity() == tx.max_capacity());
+        let empty = || self.updates.upgrade().is_none_or(|tx| tx.capacity() == tx.max_capacity());
         let deadline = tokio::time::Instant::now() + limit;
-        while !(empty(&self.updates) && empty(&self.publish)) && tokio::time::Instant::now() < deadline {
+        while !empty() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }

@@ -57,7 +57,7 @@ async fn rig() -> Rig {
     let (dispatcher, rejections) = CommandDispatcher::new(bridge, DispatchConfig::default());
     let seen = Arc::new(Mutex::new(Seen::default()));
     let (d, s) = (dispatcher.clone(), seen.clone());
-    // The tee the binary does: every update to the dispatcher and to the consumer.
+    // As the binary does: every update to the dispatcher, then to the consumer.
     tokio::spawn(async move {
         while let Some(update) = rx.recv().await {
             d.observe(&update);

@@ -205,7 +205,11 @@ impl Known {
 
     /// Takes in one unit's merged state; tracks its last non-zero level.
     pub fn observe_unit(&mut self, network: &str, unit: Arc<UnitState>) {
-        let net = self.networks.entry(network.to_string()).or_default();
+        // A unit's change names a network already known but for the first: no key to make.
+        let net = match self.networks.get_mut(network) {
+            Some(net) => net,
+            None => self.networks.entry(network.to_string()).or_default(),
+        };
         let last = net.units.get(&unit.id).map(|u| u.last_level);
         net.units.insert(unit.id, KnownUnit::new(unit, last));
     }

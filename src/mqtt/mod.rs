@@ -52,6 +52,31 @@ pub enum MqttError {
     Client(#[from] client::ClientError),
 }
 
+/// What the publisher takes in: the bridge's updates, and a hook that sees each one just before
+/// the publisher handles it (the rest of the bridge that follows the state: health, the command
+/// layer, the web page). The hook runs on the publisher's task, so it must not block; it spares
+/// every update a hop through a task of its own.
+pub struct Updates {
+    rx: mpsc::Receiver<Update>,
+    observer: Option<Observer>,
+}
+
+/// A hook that sees every update before it is published.
+pub type Observer = Box<dyn FnMut(&Update) + Send>;
+
+impl Updates {
+    /// `rx`'s updates, each shown to `observer` first.
+    pub fn observed(rx: mpsc::Receiver<Update>, observer: impl FnMut(&Update) + Send + 'static) -> Updates {
+        Updates { rx, observer: Some(Box::new(observer)) }
+    }
+}
+
+impl From<mpsc::Receiver<Update>> for Updates {
+    fn from(rx: mpsc::Receiver<Update>) -> Updates {
+        Updates { rx, observer: None }
+    }
+}
+
 /// Runs the MQTT side until `shutdown` is cancelled or `updates` ends: connects (retrying with
 /// backoff for as long as it takes), publishes everything the updates describe, forwards
 /// commands on `commands`, and on the way out publishes `offline` and disconnects cleanly.
@@ -59,7 +84,7 @@ pub enum MqttError {
 /// Returns an error only for a configuration that cannot work; connection problems are retried.
 pub async fn run(
     config: Config,
-    updates: mpsc::Receiver<Update>,
+    updates: impl Into<Updates>,
     commands: mpsc::Sender<ResolvedCommand>,
     shutdown: CancellationToken,
 ) -> Result<(), MqttError> {
@@ -70,7 +95,7 @@ pub async fn run(
 pub async fn run_with(
     config: Config,
     tuning: Tuning,
-    updates: mpsc::Receiver<Update>,
+    updates: impl Into<Updates>,
     commands: mpsc::Sender<ResolvedCommand>,
     shutdown: CancellationToken,
 ) -> Result<(), MqttError> {
@@ -87,7 +112,7 @@ pub async fn run_with(
     // Without a connection there is nobody to say them to.
     let last_words = client.clone();
     let publisher = publisher::Publisher::new(config.clone(), client, commands, tuning.clone());
-    if !publisher.run(updates, events, shutdown).await {
+    if !publisher.run(updates.into(), events, shutdown).await {
         drop(last_words);
         task.abort();
         return Ok(());

@@ -169,16 +169,20 @@ impl Publisher {
     /// disconnects. Returns whether it was connected then (whether those went anywhere).
     pub(crate) async fn run(
         mut self,
-        mut updates: mpsc::Receiver<Update>,
+        updates: super::Updates,
         mut events: Events,
         shutdown: tokio_util::sync::CancellationToken,
     ) -> bool {
+        let super::Updates { rx: mut updates, mut observer } = updates;
         loop {
             let birth = self.birth_at;
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 u = updates.recv() => match u {
                     Some(u) => {
+                        if let Some(observe) = &mut observer {
+                            observe(&u);
+                        }
                         if matches!(u, Update::Unit { .. } | Update::Status { .. } | Update::Event { .. }) {
                             self.data.live_change();
                         }
