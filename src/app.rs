@@ -275,7 +275,7 @@ pub async fn run(
     Ok(outcome)
 }
 
-/// Watches the two queues in front of the publisher (without keeping them open).
+/// Watches the queue in front of the publisher (without keeping it open).
 struct Drain {
     updates: mpsc::WeakSender<Update>,
 }

@@ -71,6 +71,12 @@ impl Updates {
     }
 }
 
+impl std::fmt::Debug for Updates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Updates").field("observed", &self.observer.is_some()).finish_non_exhaustive()
+    }
+}
+
 impl From<mpsc::Receiver<Update>> for Updates {
     fn from(rx: mpsc::Receiver<Update>) -> Updates {
         Updates { rx, observer: None }

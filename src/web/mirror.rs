@@ -1,9 +1,9 @@
 //! The page's own copy of what the bridge knows, kept from the update stream.
 //!
-//! [`Mirror::observe`] runs on the bridge's path (the publisher's task, just before it publishes), so it only moves `Arc`s
-//! and notes what changed: no rendering, no allocation beyond the map entries, no waiting on a
-//! page. The web thread copies what it needs out under the lock ([`Mirror::snapshot`],
-//! [`Mirror::take_changes`]) and renders outside it.
+//! [`Mirror::observe`] runs on the bridge's path (on the publisher's task, before it publishes),
+//! so it only moves `Arc`s and notes what changed: no rendering, no allocation beyond the map
+//! entries, no waiting on a page. The web thread copies what it needs out under the lock
+//! ([`Mirror::snapshot`], [`Mirror::take_changes`]) and renders outside it.
 //!
 //! Unit states and network fields are kept beside the network's full view rather than inside
 //! it: a change then touches one map entry, and the shared view (scenes, groups, fixtures) is
