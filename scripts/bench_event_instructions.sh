@@ -78,6 +78,9 @@ stages = [
 for label, name in stages:
     if name in inc:
         print(f"  {label:32} {inc[name]:8,.0f}  {100 * inc[name] / total:5.1f} %")
+# What no top-level stage holds: other tasks, the runtime's own work between them.
+rest = total - sum(inc.get(name, 0) for label, name in stages if not label.startswith(" "))
+print(f"  {'elsewhere':32} {rest:8,.0f}  {100 * rest / total:5.1f} %")
 print("most instructions of their own:")
 own = per_event(False)
 for name, v in sorted(own.items(), key=lambda kv: -kv[1])[:15]:
