@@ -9,6 +9,10 @@
 //! The same builds pack their relative relocations (`-z pack-relative-relocs`) where the build
 //! machine's glibc loads them (2.36 and later): the loader reads the whole relocation table at
 //! start-up, and in the long form it is hundreds of kilobytes that then stay resident.
+//!
+//! The execution profile optimised builds read (`link/pgo.profdata`, through
+//! `link/rustc-with-profile`) is no input Cargo knows of: watching it here rebuilds this crate,
+//! where the bridge's hot code is, when the profile changes.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -19,6 +23,7 @@ const LIST: &str = "link/hot-functions.txt";
 fn main() {
     println!("cargo::rerun-if-changed={LIST}");
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=link/pgo.profdata");
     // A linker chosen in Cargo's configuration reaches this script as RUSTC_LINKER; one chosen by
     // the environment is this variable, which must decide again when it changes.
     println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
