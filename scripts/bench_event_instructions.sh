@@ -21,7 +21,11 @@ short=${2:-10}
 long=${3:-40}
 [[ "$rate$short$long" =~ ^[0-9]+$ && "$rate" -gt 0 && "$long" -gt "$short" && "$short" -gt 0 ]] \
   || { echo "usage: $0 [RATE] [SHORT] [LONG], whole numbers, RATE > 0, LONG > SHORT > 0" >&2; exit 2; }
-cargo build --release --locked --bin casambi2mqtt --example bench_e2e >&2
+# Two builds: built beside an example, the bridge would take the dev-dependencies' features, and
+# with them other symbols than the shipped build's, which the code layout and the execution
+# profile name (docs/cli.md#build).
+cargo build --release --locked --bin casambi2mqtt >&2
+cargo build --release --locked --example bench_e2e >&2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 

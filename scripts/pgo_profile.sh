@@ -25,11 +25,12 @@ for candidate in "llvm-profdata-$llvm" "/usr/lib/llvm-$llvm/bin/llvm-profdata" \
 done
 [ -n "$profdata" ] || { echo "pgo_profile: llvm-profdata of LLVM $llvm is missing (apt-get install llvm-$llvm)" >&2; exit 1; }
 
-# The simulator and bench_e2e as usual, then the instrumented bridge on its own: the profile names
-# functions by their symbols, and those of a binary built beside the examples differ (their
-# dev-dependencies' features). Building the bridge runs its build scripts and procedural macros
-# instrumented too; what they count is dropped before the runs.
-cargo build --release --locked --bin casambi2mqtt --example bench_e2e
+# The simulator and bench_e2e as usual, then the instrumented bridge, each built on its own: the
+# profile names functions by their symbols, and those of a binary built beside an example differ
+# (the dev-dependencies' features). Building the bridge runs its build scripts and procedural
+# macros instrumented too; what they count is dropped before the runs.
+cargo build --release --locked --bin casambi2mqtt
+cargo build --release --locked --example bench_e2e
 raw=$PWD/target/pgo/raw
 RUSTFLAGS="-Cprofile-generate=$raw" cargo build --release --locked --bin casambi2mqtt --target-dir target/pgo
 rm -rf "$raw"
