@@ -6,8 +6,9 @@
 //! ```
 //!
 //! - The simulator (in this process) serves a generated site; a driver thread changes the Dimmer
-//!   of `Dimmer + CCT` luminaires at a controlled rate through the simulator's world mutations
-//!   (`set_unit_state`), and each change goes out as a `unitChanged` frame on the network's wire.
+//!   of `Dimmer + CCT` luminaires (`--fixture`) at a controlled rate through the simulator's
+//!   world mutations (`set_unit_state`), and each change goes out as a `unitChanged` frame on the
+//!   network's wire.
 //!   The driver sleeps between changes (`--pacing sleep`); `--pacing spin` is the earlier
 //!   busy-waiting driver, kept to compare with figures measured with it.
 //! - The bridge runs in a child process (`app::run`, the code of `casambi2mqtt run`), so its CPU
@@ -38,6 +39,8 @@
 //!   its network's buffer behind, `--sim-event-buffer`), so that a loss can be told from the
 //!   simulator's own: a run that lost more changes than the simulator dropped lost the rest past
 //!   it.
+//! - `--aiocasambi PYTHON`: after the phases, the bridge stopped, aiocasambi's own client takes
+//!   the same kind of stream, and its CPU per event is set against the bridge's ([`peer`]).
 //!
 //! Results and how to read them: BENCHMARKS.md.
 
@@ -45,17 +48,20 @@
 mod support;
 
 mod burst;
+mod ceiling;
 mod commands;
+mod peer;
 mod phase;
 
 use casambi2mqtt::sim::site::{Group, Scene, SceneUnit, Site};
 use casambi2mqtt::sim::{SimConfig, Simulator};
+use ceiling::{Ceiling, ceiling};
 use clap::Parser;
 use phase::{Pacing, PhaseResult, is_unit_json};
 use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{BridgeProcess, Broker, Recorder, cpu_time, fmt_spread, quantile};
+use support::{BridgeProcess, Broker, Recorder, fmt_spread, quantile};
 
 #[derive(Debug, Parser)]
 #[command(about = "End-to-end benchmark of casambi2mqtt (see BENCHMARKS.md)")]
@@ -73,6 +79,10 @@ struct Args {
     /// scene for the burst).
     #[arg(long, default_value = "4x250")]
     site: String,
+    /// The fixture of the luminaires the phases drive: 1002 (`Dimmer + CCT`, a frame of two
+    /// controls) or 1001 (`Dimmer` alone; network 1, rewritten for the burst, has none).
+    #[arg(long, default_value_t = 1002)]
+    fixture: i64,
     /// Scene activations of the burst measurement (0 = none).
     #[arg(long, default_value_t = 30)]
     bursts: usize,
@@ -109,6 +119,16 @@ struct Args {
     /// machines).
     #[arg(long)]
     sim_on_harness_thread: bool,
+    /// A Python with aiocasambi (`scripts/peer/setup.sh` prints one): after the bridge's phases
+    /// and with the bridge stopped, aiocasambi's own client takes the same kind of stream
+    /// (`--aiocasambi-rate`, `--seconds`, `--runs`), and its CPU per event is set against the
+    /// bridge's.
+    #[arg(long)]
+    aiocasambi: Option<std::path::PathBuf>,
+    /// Events per second of aiocasambi's runs: a rate its one thread keeps up with (its handling
+    /// alone takes a few hundred µs of CPU an event on this project's test machines).
+    #[arg(long, default_value_t = 1000.0)]
+    aiocasambi_rate: f64,
     /// Stop everything after this many seconds.
     #[arg(long, default_value_t = 1800)]
     timeout: u64,
@@ -165,7 +185,7 @@ struct Rig {
     broker: Broker,
     bridge: BridgeProcess,
     recorder: Arc<Recorder>,
-    /// `Dimmer + CCT` luminaires the phases drive: (network id, unit id).
+    /// The luminaires the phases drive (`--fixture`): (network id, unit id).
     targets: Vec<(String, i64)>,
     /// The sequence number of the next injected change.
     next_seq: Cell<u64>,
@@ -203,7 +223,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .flat_map(|n| {
             n.units
                 .iter()
-                .filter(|u| u.fixture == 1002 && u.kind == "Luminaire")
+                .filter(|u| u.fixture == args.fixture && u.kind == "Luminaire")
                 .map(|u| (n.id.clone(), u.id))
                 .collect::<Vec<_>>()
         })
@@ -221,7 +241,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let commander = support::publisher(broker.port, "bench-e2e-commands");
     let yaml = support::bridge_config(&sim, &broker, true);
     let bridge = BridgeProcess::start(&yaml);
-    println!("site: {} networks, {units} units; {} Dimmer+CCT luminaires driven", args.site, targets.len());
+    anyhow::ensure!(!targets.is_empty(), "--fixture {}: no luminaire of that fixture to drive", args.fixture);
+    println!(
+        "site: {} networks, {units} units; {} luminaires of fixture {} driven",
+        args.site,
+        targets.len(),
+        args.fixture
+    );
 
     // Start-up: every unit's JSON published once.
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -470,9 +496,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     println!("1-minute load at the end: {:.2}", support::load1());
-    let Rig { sim, bridge, broker, .. } = rig;
+    let Rig { sim, bridge, broker, targets, next_seq, .. } = rig;
     print_log("the bridge's warnings and errors", &bridge.log());
     bridge.stop();
+    if let Some(python) = &args.aiocasambi {
+        let bridge: Vec<(f64, f64)> = results
+            .iter()
+            .map(|runs| {
+                (
+                    runs[0].rate,
+                    support::spread(&runs.iter().map(PhaseResult::bridge_us_per_event).collect::<Vec<_>>()).1,
+                )
+            })
+            .collect();
+        let runs = (args.aiocasambi_rate, args.seconds, args.runs, args.pacing);
+        peer::compare(python, &sim, &targets, &next_seq, runs, &bridge).await?;
+    }
     drop(broker);
     sim.stop().await;
     drop(sim_thread);
@@ -493,88 +532,6 @@ fn print_log(what: &str, log: &str) {
     lines[..HEAD].iter().for_each(|l| println!("  {l}"));
     println!("  … {} lines …", lines.len() - HEAD - TAIL);
     lines[lines.len() - TAIL..].iter().for_each(|l| println!("  {l}"));
-}
-
-struct Ceiling {
-    sent: usize,
-    rate: f64,
-    lost: usize,
-    cpu_us_per_message: f64,
-    /// This process's CPU (the publisher and the subscriber) per message.
-    harness_us_per_message: f64,
-}
-
-impl Ceiling {
-    /// The share of one core the broker used at the ceiling's rate: near 1.0, the ceiling is
-    /// mosquitto's single thread saturated, not the machine.
-    fn broker_cores(&self) -> f64 {
-        self.cpu_us_per_message * self.rate / 1e6
-    }
-}
-
-/// mosquitto alone: a plain rumqttc publisher (MQTT 5, QoS 1, retained, as the bridge publishes)
-/// sends `count` messages of `size` bytes as fast as it can to the subscriber.
-async fn ceiling(rig: &Rig, count: usize, size: usize) -> anyhow::Result<Ceiling> {
-    use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::{AsyncClient, Event, MqttOptions};
-    let mut o = MqttOptions::new("bench-ceiling-publisher", "127.0.0.1", rig.broker.port);
-    o.set_keep_alive(Duration::from_secs(30)).set_clean_start(true);
-    let (client, mut eventloop) = AsyncClient::new(o, 1024);
-    let (connected_tx, connected_rx) = tokio::sync::oneshot::channel();
-    let poller = tokio::spawn(async move {
-        let mut connected_tx = Some(connected_tx);
-        loop {
-            match eventloop.poll().await {
-                Ok(Event::Incoming(rumqttc::v5::mqttbytes::v5::Packet::ConnAck(_))) => {
-                    if let Some(t) = connected_tx.take() {
-                        let _ = t.send(());
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    });
-    tokio::time::timeout(Duration::from_secs(10), connected_rx).await??;
-    let from = rig.recorder.len();
-    let (broker0, harness0) = (cpu_time(rig.broker.pid()), cpu_time(std::process::id()));
-    let filler = "x".repeat(size.saturating_sub(40));
-    let start = rig.recorder.base.elapsed();
-    for i in 0..count {
-        let payload = format!("{{\"seq\":{i:>10},\"pad\":\"{filler}\"}}");
-        client.publish(format!("bench/ceiling/{}", i % 400), QoS::AtLeastOnce, true, payload).await?;
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut received = 0usize;
-    let mut last = start;
-    let mut scanned = from;
-    while received < count && Instant::now() < deadline {
-        scanned = rig.recorder.scan(scanned, |m| {
-            if m.topic.starts_with("bench/ceiling/") {
-                received += 1;
-                last = m.at;
-            }
-        });
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let (broker1, harness1) = (cpu_time(rig.broker.pid()), cpu_time(std::process::id()));
-    let _ = client.disconnect().await;
-    poller.abort();
-    // Clear the retained test topics.
-    let (clear, mut el) = AsyncClient::new(MqttOptions::new("bench-ceiling-clear", "127.0.0.1", rig.broker.port), 1024);
-    let clearer = tokio::spawn(async move { while el.poll().await.is_ok() {} });
-    for t in 0..400 {
-        clear.publish(format!("bench/ceiling/{t}"), QoS::AtLeastOnce, true, Vec::<u8>::new()).await?;
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    clearer.abort();
-    Ok(Ceiling {
-        sent: count,
-        rate: received as f64 / (last.saturating_sub(start)).as_secs_f64(),
-        lost: count - received,
-        cpu_us_per_message: broker1.saturating_sub(broker0).as_secs_f64() * 1e6 / count as f64,
-        harness_us_per_message: harness1.saturating_sub(harness0).as_secs_f64() * 1e6 / count as f64,
-    })
 }
 
 /// The topic slug of a network of the simulated site.

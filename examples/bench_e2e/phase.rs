@@ -206,6 +206,32 @@ pub fn loss_against_saturation(runs: &[(f64, usize)], of: &str) -> String {
     format!("{}; {}", part(false, "no loss"), part(true, "loss"))
 }
 
+/// Changes the Dimmer of `targets` in turn, one change per slot of `times` at `rate` a second,
+/// the first carrying sequence number `seq0` ([`encode`]); each slot gets the time (since
+/// `base`, in nanoseconds) its change went in. Ends with when the first was due and when the
+/// last went in.
+pub fn inject(
+    sim: Arc<casambi2mqtt::sim::Shared>,
+    targets: Vec<(String, i64)>,
+    seq0: u64,
+    rate: f64,
+    pacing: Pacing,
+    times: Arc<Vec<AtomicU64>>,
+    base: Instant,
+) -> tokio::task::JoinHandle<(Instant, Instant)> {
+    tokio::task::spawn_blocking(move || {
+        let start = Instant::now() + Duration::from_millis(20);
+        for (i, slot) in times.iter().enumerate() {
+            wait_until(start + Duration::from_secs_f64(i as f64 / rate), pacing);
+            let (net, unit) = &targets[i % targets.len()];
+            let value = encode(seq0 + i as u64);
+            slot.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            let _ = sim.world().set_unit_state(net, *unit, None, None, &[json!({"type": "Dimmer", "value": value})]);
+        }
+        (start, Instant::now())
+    })
+}
+
 /// One phase: `rate` changes per second for `seconds`, then up to 10 s for the last ones to
 /// arrive.
 pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow::Result<PhaseResult> {
@@ -223,21 +249,8 @@ pub async fn phase(rig: &Rig, rate: f64, seconds: f64, pacing: Pacing) -> anyhow
     let sim = rig.sim.shared();
     let (dropped0, lags0, behind0) = (sim.events_dropped(), sim.wire_lags(), sim.wire_lags_client_behind());
 
-    let shared = sim.clone();
-    let targets = rig.targets.clone();
     let base = rig.recorder.base;
-    let times = injected_at.clone();
-    let mut injector = Some(tokio::task::spawn_blocking(move || {
-        let start = Instant::now() + Duration::from_millis(20);
-        for (i, slot) in times.iter().enumerate() {
-            wait_until(start + Duration::from_secs_f64(i as f64 / rate), pacing);
-            let (net, unit) = &targets[i % targets.len()];
-            let value = encode(seq0 + i as u64);
-            slot.store(base.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            let _ = shared.world().set_unit_state(net, *unit, None, None, &[json!({"type": "Dimmer", "value": value})]);
-        }
-        (start, Instant::now())
-    }));
+    let mut injector = Some(inject(sim.clone(), rig.targets.clone(), seq0, rate, pacing, injected_at.clone(), base));
 
     // Collect arrivals while the changes go in (a few hundred messages a pass: the subscriber,
     // which timestamps them, shares this thread), until every change is in or 10 s after the last

@@ -36,11 +36,11 @@ pub static MALLOC_CONF: &[u8] = b"dirty_decay_ms:0,muzzy_decay_ms:0\0";
 /// Pids of the children, killed by the watchdog if the run overstays.
 static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-fn register(pid: u32) {
+pub fn register(pid: u32) {
     CHILDREN.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
 }
 
-fn unregister(pid: u32) {
+pub fn unregister(pid: u32) {
     CHILDREN.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| *p != pid);
 }
 
