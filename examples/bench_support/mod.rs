@@ -176,6 +176,9 @@ pub struct BridgeProcess {
     /// Whether the child is a `casambi2mqtt run`, which stops on SIGTERM rather than when its
     /// stdin closes.
     shipped: bool,
+    /// Whether the child is a wrapper (`BENCH_BRIDGE_WRAP`) that may run the bridge in a process
+    /// of its own (`strace -f`, `perf record`).
+    wrapped: bool,
     _dir: tempfile::TempDir,
 }
 
@@ -215,7 +218,7 @@ impl BridgeProcess {
             .spawn()
             .expect("start the bridge process");
         register(child.id());
-        BridgeProcess { child, started, shipped: shipped.is_some(), _dir: dir }
+        BridgeProcess { child, started, shipped: shipped.is_some(), wrapped: !wrap.is_empty(), _dir: dir }
     }
 
     pub fn pid(&self) -> u32 {
@@ -223,10 +226,18 @@ impl BridgeProcess {
     }
 
     /// Asks the child to shut down cleanly: closes its stdin, and sends a shipped binary SIGTERM.
+    /// Under a wrapper that runs the bridge as its own child, the signal goes to that child: the
+    /// wrapper would otherwise end alone (strace detaches, without its summary) and leave the
+    /// bridge running.
     fn ask_to_stop(&mut self) {
         drop(self.child.stdin.take());
         if self.shipped && matches!(self.child.try_wait(), Ok(None)) {
-            let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+            let pid = self.child.id().to_string();
+            let to_children =
+                self.wrapped && Command::new("pkill").args(["-TERM", "-P", &pid]).status().is_ok_and(|s| s.success());
+            if !to_children {
+                let _ = Command::new("kill").args(["-TERM", &pid]).status();
+            }
         }
     }
 
