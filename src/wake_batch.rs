@@ -39,13 +39,13 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 /// How long after a frame the thread may pause unless configured: the most any frame waits for
-/// the batching. It is invisible for lighting and already takes in several events a wake-up
-/// under a stream of changes; a longer window saves no more CPU (BENCHMARKS.md, "Figures
-/// behind constants").
+/// the batching. It is invisible for lighting and takes in several events a wake-up under a
+/// stream of changes; a longer window saves more CPU but takes the 99th percentile of a
+/// change's latency at 5,000 events/s past 2 ms (BENCHMARKS.md, "Figures behind constants").
 pub const DEFAULT_WINDOW: Duration = Duration::from_millis(1);
 
-/// The longest window the configuration accepts: beyond a few milliseconds a pause buys no CPU,
-/// and the thread that pauses also carries commands and the MQTT connection.
+/// The longest window the configuration accepts: the thread that pauses also carries commands
+/// and the MQTT connection, which wait as long.
 pub const MAX_WINDOW: Duration = Duration::from_millis(10);
 
 thread_local! {
