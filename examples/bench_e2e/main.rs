@@ -509,8 +509,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 )
             })
             .collect();
-        let runs = (args.aiocasambi_rate, args.seconds, args.runs, args.pacing);
-        peer::compare(python, &sim, &targets, &next_seq, runs, &bridge).await?;
+        peer::compare(python, &args, &sim, &targets, &next_seq, &bridge).await?;
     }
     drop(broker);
     sim.stop().await;

@@ -171,23 +171,24 @@ pub async fn phase(
     })
 }
 
-/// The peer's runs (`--aiocasambi`), each of `rate` changes a second for `seconds`, printed with
-/// their summary set against the bridge's median CPU per event at each rate it ran
-/// (`bridge`: rate, µs).
+/// The peer's runs (`--aiocasambi`: `--runs` of `--aiocasambi-rate` changes a second for
+/// `--seconds`), printed with their summary set against the bridge's median CPU per event at
+/// each rate it ran (`bridge`: rate, µs).
 pub async fn compare(
     python: &Path,
+    args: &super::Args,
     sim: &Simulator,
     targets: &[(String, i64)],
     seq: &Cell<u64>,
-    (rate, seconds, runs, pacing): (f64, f64, usize, Pacing),
     bridge: &[(f64, f64)],
 ) -> anyhow::Result<()> {
+    let (rate, runs) = (args.aiocasambi_rate, args.runs);
     let mut peer = Peer::start(python, sim).await?;
     println!();
     println!("## aiocasambi ({}), the bridge stopped", peer.ready);
     let mut results = Vec::new();
     for run in 0..runs {
-        let r = phase(&mut peer, sim, targets, seq, rate, seconds, pacing).await?;
+        let r = phase(&mut peer, sim, targets, seq, rate, args.seconds, args.pacing).await?;
         println!(
             "aiocasambi run {}: injected {} at {rate:.0}/s, handled {} unitChanged frames (the simulator dropped {} \
              before its wire), process {:.1} µs CPU/event, aiocasambi's handling {:.1} µs/event (the unit's update \
