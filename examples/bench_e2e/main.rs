@@ -228,6 +228,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
         })
         .collect();
+    anyhow::ensure!(!targets.is_empty(), "--fixture {}: no luminaire of that fixture to drive", args.fixture);
     let sim_config = SimConfig { event_buffer: args.sim_event_buffer, ..SimConfig::new(site) };
     let (sim, sim_thread) = if args.sim_on_harness_thread {
         (Simulator::start_local(sim_config).await?, None)
@@ -241,7 +242,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let commander = support::publisher(broker.port, "bench-e2e-commands");
     let yaml = support::bridge_config(&sim, &broker, true);
     let bridge = BridgeProcess::start(&yaml);
-    anyhow::ensure!(!targets.is_empty(), "--fixture {}: no luminaire of that fixture to drive", args.fixture);
     println!(
         "site: {} networks, {units} units; {} luminaires of fixture {} driven",
         args.site,
