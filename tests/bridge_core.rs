@@ -213,6 +213,25 @@ async fn gateway_loss_and_presence_events_are_reported() {
 }
 
 #[tokio::test]
+async fn presence_seen_by_polling_is_an_occupancy_event() {
+    let mut config = SimConfig::new(Site::demo());
+    // Every wire is refused, so the bridge learns of changes by polling `/state` only.
+    config.max_wires_per_socket = 0;
+    let h = start(config, demo_credentials("demo"), 600).await;
+    h.wait(10, "Home polling", |m| m.connections.iter().any(|(n, c)| n == HOME && *c == "polling")).await;
+    h.wait_converged(5).await;
+    let occupancy = |m: &Mirror, value: bool| {
+        m.events.iter().filter(|(n, u, e)| n == HOME && *u == 4 && *e == UnitEvent::Occupancy(value)).count()
+    };
+    assert_eq!(occupancy(&h.mirror.lock().unwrap(), true), 0, "the first snapshot tells, it reports no change");
+    for (status, present) in [("present", true), ("absent", false)] {
+        h.sim.set_unit_state(HOME, 4, &json!({"controls": [{"type": "Presence", "status": status}]})).unwrap();
+        h.wait(5, "occupancy event from a poll", move |m| occupancy(m, present) == 1).await;
+    }
+    assert!(h.mirror.lock().unwrap().connections.iter().all(|(n, c)| n != HOME || *c != "live"), "polled only");
+}
+
+#[tokio::test]
 async fn converges_under_activity_and_faults() {
     let mut config = SimConfig::new(Site::demo());
     config.activity_rate = 40.0;

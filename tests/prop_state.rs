@@ -3,7 +3,7 @@
 //! the same snapshot again) changes nothing, `changed` is reported exactly when the stored state
 //! changed, and occupancy events follow the presence status.
 
-use casambi2mqtt::bridge::state::{NetworkView, UnitDelta, UnitEvent, is_switch, presence};
+use casambi2mqtt::bridge::state::{NetworkView, UnitDelta, is_switch, presence};
 use casambi2mqtt::cloud::model::{
     Control, Group, GroupUnit, NetworkState, Plain, Scene, SceneUnit, StatusControl, UnitState, ValueControl,
 };
@@ -141,10 +141,9 @@ proptest! {
         prop_assert_eq!(units(&view), before);
         // The only thing a repeat may report is a switch press (each press is an event).
         let stored_is_switch = is_switch(&view.units[&event.id]);
-        match &second.event {
-            None => {}
-            Some(UnitEvent::Switch(_)) => prop_assert!(live && (stored_is_switch || is_switch(&event))),
-            Some(other) => prop_assert!(false, "a repeated event reported {other:?}"),
+        prop_assert_eq!(second.occupancy, None, "a repeated event reported occupancy");
+        if second.switch.is_some() {
+            prop_assert!(live && (stored_is_switch || is_switch(&event)));
         }
         if !live {
             prop_assert_eq!(second, UnitDelta::default());
@@ -159,7 +158,7 @@ proptest! {
         for unit in before.values() {
             let d = view.apply_unit(unit.clone(), live);
             prop_assert!(!d.changed, "replay of unit {} changed it", unit.id);
-            prop_assert!(!matches!(d.event, Some(UnitEvent::Occupancy(_))), "replay reported occupancy");
+            prop_assert_eq!(d.occupancy, None, "replay reported occupancy");
         }
         prop_assert_eq!(units(&view), before);
     }
@@ -183,15 +182,14 @@ proptest! {
         let d = view.apply_unit(event.clone(), live);
         let after = UnitState::clone(&view.units[&event.id]);
         prop_assert_eq!(d.changed, before.as_ref() != Some(&after));
-        // Occupancy is reported when a known unit's presence flips (never for switches).
-        if before.is_some() && !(live && (before.as_ref().is_some_and(is_switch) || is_switch(&event))) {
-            let presence_after = presence(&after);
-            let expected = match presence_after {
-                Some(now) if presence_before != Some(now) => Some(UnitEvent::Occupancy(now)),
-                _ => None,
-            };
-            prop_assert_eq!(d.event, expected);
+        // Occupancy is reported when a known unit's presence flips, switch or not; a switch's
+        // report is a press when live.
+        if before.is_some() {
+            let expected = presence(&after).filter(|now| presence_before != Some(*now));
+            prop_assert_eq!(d.occupancy, expected);
         }
+        let switch = live && (before.as_ref().is_some_and(is_switch) || is_switch(&event));
+        prop_assert_eq!(d.switch.is_some(), switch);
     }
 
     #[test]

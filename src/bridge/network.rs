@@ -394,7 +394,7 @@ impl Supervisor {
                     }
                     self.send(Update::Unit { network: self.id.clone(), unit }).await;
                 }
-                if let Some(event) = delta.event {
+                for event in delta.events() {
                     self.send(Update::Event { network: self.id.clone(), unit: id, event, at: chrono::Utc::now() })
                         .await;
                 }

@@ -151,8 +151,18 @@ pub enum UnitEvent {
 pub struct UnitDelta {
     /// The stored state changed.
     pub changed: bool,
-    /// A non-retained event to publish.
-    pub event: Option<UnitEvent>,
+    /// The unit's occupancy changed to this (docs/mqtt.md#events).
+    pub occupancy: Option<bool>,
+    /// A switch reported, live: its controls as sent. A sensor that is both a presence sensor and
+    /// a switch reports both in one update.
+    pub switch: Option<Vec<Control>>,
+}
+
+impl UnitDelta {
+    /// The non-retained events to publish, occupancy first.
+    pub fn events(self) -> impl Iterator<Item = UnitEvent> {
+        self.occupancy.map(UnitEvent::Occupancy).into_iter().chain(self.switch.map(UnitEvent::Switch))
+    }
 }
 
 /// Everything the bridge knows of one network.
@@ -286,22 +296,32 @@ impl NetworkView {
         let before: BTreeMap<u32, Arc<UnitState>> = self.units.clone();
         let topology = self.apply_config(&Network { units: unit_list, ..config });
         let mut changed_units = Vec::new();
+        let mut occupancy = Vec::new();
         for (_, state) in units {
             let id = state.id;
             let delta = self.apply_unit(state, false);
-            let differs_from_before = match (before.get(&id), self.units.get(&id)) {
+            let known = before.get(&id);
+            let differs_from_before = match (known, self.units.get(&id)) {
                 (Some(a), Some(b)) => a != b,
                 _ => true,
             };
             if delta.changed || differs_from_before {
                 changed_units.push(id);
             }
+            // Only a flip of a presence known before: the first snapshot, or a unit that was
+            // offline, tells where presence stands, not that it changed.
+            let was_present = known.and_then(|u| presence(u));
+            if let (Some(was), Some(now)) = (was_present, self.units.get(&id).and_then(|u| presence(u)))
+                && was != now
+            {
+                occupancy.push((id, now));
+            }
         }
         if let Some(level) = snapshot.dim_level {
             self.status.dim_level = Some(level);
         }
         self.status.active_scenes = snapshot.active_scenes.into_iter().collect();
-        SnapshotDelta { topology, status_changed: self.status != old_status, changed_units }
+        SnapshotDelta { topology, status_changed: self.status != old_status, changed_units, occupancy }
     }
 
     /// Merges one unit state (an event or a snapshot entry). Fields the update does not carry
@@ -310,15 +330,14 @@ impl NetworkView {
     pub fn apply_unit(&mut self, update: UnitState, live: bool) -> UnitDelta {
         let Some(stored) = self.units.get_mut(&update.id) else {
             // A unit the configuration does not list yet (added before `networkUpdated`): keep it.
-            let event =
-                (live && is_switch(&update)).then(|| UnitEvent::Switch(update.controls.clone().unwrap_or_default()));
+            let switch = (live && is_switch(&update)).then(|| update.controls.clone().unwrap_or_default());
             self.units.insert(update.id, Arc::new(update));
-            return UnitDelta { changed: true, event };
+            return UnitDelta { changed: true, occupancy: None, switch };
         };
         let was_present = presence(stored);
         let changed = differs(stored, &update);
-        let switch = live && (is_switch(stored) || is_switch(&update));
-        let event = if switch { Some(UnitEvent::Switch(update.controls.clone().unwrap_or_default())) } else { None };
+        let switch =
+            (live && (is_switch(stored) || is_switch(&update))).then(|| update.controls.clone().unwrap_or_default());
         if changed {
             match Arc::get_mut(stored) {
                 Some(only) => merge(only, update),
@@ -327,12 +346,8 @@ impl NetworkView {
                 None => *stored = Arc::new(merged(stored, update)),
             }
         }
-        let event = match (event, presence(stored)) {
-            (Some(e), _) => Some(e),
-            (None, Some(now)) if changed && was_present != Some(now) => Some(UnitEvent::Occupancy(now)),
-            _ => None,
-        };
-        UnitDelta { changed, event }
+        let occupancy = presence(stored).filter(|now| changed && was_present != Some(*now));
+        UnitDelta { changed, occupancy, switch }
     }
 
     /// Records gateway presence; `true` when it changed.
@@ -365,6 +380,8 @@ pub struct SnapshotDelta {
     pub status_changed: bool,
     /// Units whose state changed.
     pub changed_units: Vec<u32>,
+    /// Units whose known occupancy flipped, and to what (polled: docs/mqtt.md#events).
+    pub occupancy: Vec<(u32, bool)>,
 }
 
 /// `true` when the unit's type or controls say it is a switch.
@@ -507,7 +524,8 @@ mod tests {
         let mut view = NetworkView::new("n1");
         view.apply_unit(event(r#"{"id":4,"controls":[{"type":"Presence","status":"absent"}]}"#), false);
         let d = view.apply_unit(event(r#"{"id":4,"controls":[{"type":"Presence","status":"present"}]}"#), true);
-        assert_eq!(d.event, Some(UnitEvent::Occupancy(true)));
+        assert_eq!(d.occupancy, Some(true));
+        assert_eq!(d.events().collect::<Vec<_>>(), [UnitEvent::Occupancy(true)]);
         let d = view.apply_unit(event(r#"{"id":4,"controls":[{"type":"Presence","status":"present"}]}"#), true);
         assert_eq!(d, UnitDelta::default());
     }
@@ -516,8 +534,46 @@ mod tests {
     fn switch_reports_are_events_only_when_live() {
         let mut view = NetworkView::new("n1");
         let sw = r#"{"id":6,"type":"BatterySwitch","controls":[{"type":"Switch"}]}"#;
-        assert_eq!(view.apply_unit(event(sw), false).event, None);
-        assert!(matches!(view.apply_unit(event(sw), true).event, Some(UnitEvent::Switch(_))));
+        assert_eq!(view.apply_unit(event(sw), false).switch, None);
+        assert_eq!(view.apply_unit(event(sw), true).switch, Some(vec![Control::Switch(Default::default())]));
+    }
+
+    #[test]
+    fn a_combined_sensor_reports_its_occupancy_and_the_switch() {
+        let mut view = NetworkView::new("n1");
+        let report = |status: &str| {
+            event(&format!(
+                r#"{{"id":7,"type":"SwitchInput","controls":[{{"type":"Switch"}},{{"type":"Presence","status":"{status}"}}]}}"#
+            ))
+        };
+        view.apply_unit(report("absent"), false);
+        let events: Vec<UnitEvent> = view.apply_unit(report("present"), true).events().collect();
+        assert!(
+            matches!(events.as_slice(), [UnitEvent::Occupancy(true), UnitEvent::Switch(c)] if c.len() == 2),
+            "{events:?}"
+        );
+        // The same report again is a press, not an occupancy change.
+        let events: Vec<UnitEvent> = view.apply_unit(report("present"), true).events().collect();
+        assert!(matches!(events.as_slice(), [UnitEvent::Switch(_)]), "{events:?}");
+    }
+
+    #[test]
+    fn a_snapshot_reports_occupancy_flips_of_known_presence_only() {
+        let snapshot = |status: Option<&str>| -> NetworkState {
+            let controls =
+                status.map_or(String::new(), |s| format!(r#","controls":[{{"type":"Presence","status":"{s}"}}]"#));
+            serde_json::from_str(&format!(
+                r#"{{"id":"n1","name":"N","units":{{"4":{{"id":4,"name":"Hall","online":true{controls}}}}}}}"#
+            ))
+            .unwrap()
+        };
+        let mut view = NetworkView::new("n1");
+        assert_eq!(view.apply_snapshot(snapshot(Some("present"))).occupancy, [], "the first snapshot only tells");
+        assert_eq!(view.apply_snapshot(snapshot(Some("present"))).occupancy, []);
+        assert_eq!(view.apply_snapshot(snapshot(Some("absent"))).occupancy, [(4, false)]);
+        // A unit that reports no controls keeps its last presence: nothing flips.
+        assert_eq!(view.apply_snapshot(snapshot(None)).occupancy, []);
+        assert_eq!(view.apply_snapshot(snapshot(Some("present"))).occupancy, [(4, true)]);
     }
 
     #[test]

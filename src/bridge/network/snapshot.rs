@@ -2,7 +2,7 @@
 //! applying what was fetched to the view, with the updates that follow from it.
 
 use super::{Polled, SupervisedNetwork, Supervisor};
-use crate::bridge::state::{Connection, SnapshotDelta, Topology};
+use crate::bridge::state::{Connection, SnapshotDelta, Topology, UnitEvent};
 use crate::bridge::update::Update;
 use crate::cloud::CloudError;
 use crate::cloud::channel::WireEvent;
@@ -108,19 +108,23 @@ impl Supervisor {
         if first || !topology.is_empty() || revision_changed || fixtures_missing {
             let view = Arc::new(net.view.clone());
             self.send(Update::Network { view, topology: Box::new(topology) }).await;
-            // After the view: the publisher has the network's mirror when its photos arrive.
-            self.fetch_photos_if_due(net);
-            return;
-        }
-        if net.view.status != before_status {
-            self.send_status(net).await;
-        }
-        for id in delta.changed_units {
-            if let Some(unit) = net.view.units.get(&id) {
-                self.send(Update::Unit { network: self.id.clone(), unit: unit.clone() }).await;
+        } else {
+            if net.view.status != before_status {
+                self.send_status(net).await;
+            }
+            for id in delta.changed_units {
+                if let Some(unit) = net.view.units.get(&id) {
+                    self.send(Update::Unit { network: self.id.clone(), unit: unit.clone() }).await;
+                }
             }
         }
-        // A new revision that changed no unit, scene or group (a photo added, for instance).
+        // After the states they changed, as live events follow theirs.
+        for (unit, now) in delta.occupancy {
+            let event = UnitEvent::Occupancy(now);
+            self.send(Update::Event { network: self.id.clone(), unit, event, at: chrono::Utc::now() }).await;
+        }
+        // After the view: the publisher has the network's mirror when its photos arrive. A new
+        // revision may have changed no unit, scene or group (a photo added, for instance).
         self.fetch_photos_if_due(net);
     }
 
