@@ -158,6 +158,7 @@ impl Rig {
         assert_eq!(v["topic"], topic, "{v}");
         assert_eq!(v["reason"], reason, "{v}");
         assert_eq!(v["network"].as_str(), network, "{v}");
+        assert!(v["time"].as_str().is_some_and(|t| t.ends_with('Z')), "every refusal has its time: {v}");
     }
 
     async fn stop(self) {

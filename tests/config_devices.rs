@@ -49,6 +49,11 @@ fn bad_keys_and_values_name_their_key() {
     assert!(p[0].starts_with("unknown key devices.home/porch.nmae"), "{p:?}");
     let p = problems("  home:\n    exclude: true\n");
     assert!(p[0].starts_with("devices.home.exclude: a network takes only name"), "{p:?}");
+    assert_eq!(
+        problems("  home/group/kitchen:\n    homeassistant:\n      suggested_area: Kitchen\n"),
+        ["devices.home/group/kitchen.homeassistant.suggested_area: a group's or a scene's entity is on its \
+          network's device: give the network the area"]
+    );
     let p = problems("  home/porch:\n    exclude: maybe\n");
     assert!(p[0].starts_with("devices.home/porch.exclude: expected"), "{p:?}");
     // Every problem at once.

@@ -294,7 +294,7 @@ fn secret_files_are_read_and_lose_one_trailing_newline() {
     let mqtt = write("mqtt", "mqtt-pw\n\n");
     let yaml = format!(
         "cloud:\n  api_key_file: {key}\nnetworks:\n  - email: a@example.com\n    password_file: {net}\n\
-         mqtt:\n  password: \"\"\n  password_file: {mqtt}\n"
+         mqtt:\n  username: bridge\n  password: \"\"\n  password_file: {mqtt}\n"
     );
     let c = config::parse(&yaml, env(&[])).unwrap();
     assert_eq!(c.cloud.api_key.expose(), "file-key");

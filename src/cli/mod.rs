@@ -24,7 +24,7 @@ const EXIT_CONFIG: u8 = 2;
 pub struct ConfigArgs {
     /// Configuration file (YAML). Default: ./config.yaml if present, else defaults + environment
     /// variables (CASAMBI2MQTT_<SECTION>__<KEY>).
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", env = "CASAMBI2MQTT_CONFIG")]
     config: Option<PathBuf>,
 }
 
@@ -80,13 +80,22 @@ pub struct HealthcheckArgs {
 /// stderr is a terminal and `NO_COLOR` is unset or empty (no-color.org): escape codes in a file,
 /// a pipe or a container log are noise.
 pub fn init_logging(level: &str, json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let from_env = tracing_subscriber::EnvFilter::try_from_default_env();
+    // Unset or empty is the usual case; a value that does not parse is told once logging is up.
+    let bad_rust_log = match &from_env {
+        Err(e) if std::env::var("RUST_LOG").is_ok_and(|v| !v.trim().is_empty()) => Some(e.to_string()),
+        _ => None,
+    };
+    let filter = from_env
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(format!("{level},rumqttd=off")))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let filter = casambi2mqtt::log_filter::without_secrets(filter);
     let ansi = colour_wanted(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    if let Some(reason) = bad_rust_log {
+        tracing::warn!(%reason, "RUST_LOG is not a valid filter; log.level applies");
+    }
     if json {
         // A panic's message goes out as one JSON line too, so a log collector keeps it whole.
         std::panic::set_hook(Box::new(|info| tracing::error!(panic = %info, "panic")));

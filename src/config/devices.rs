@@ -108,6 +108,11 @@ pub fn settings_of(key: &DeviceKey, file: DeviceFile) -> Result<DeviceSettings, 
             }
             continue;
         }
+        if matches!(key, DeviceKey::Group(..) | DeviceKey::Scene(..)) && DEVICE_KEYS.iter().any(|(d, _)| *d == k) {
+            let reason = "a group's or a scene's entity is on its network's device: give the network the area";
+            problems.push((field, reason.into()));
+            continue;
+        }
         let (expected, to) =
             match (ENTITY_KEYS.iter().find(|(e, _)| *e == k), DEVICE_KEYS.iter().find(|(d, _)| *d == k)) {
                 (Some((_, expected)), _) => (*expected, &mut ha.entity),

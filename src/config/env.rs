@@ -5,8 +5,8 @@
 //! layering gotcha of figment's global profile cannot happen here). Rules:
 //!
 //! - Only names containing `__` after the prefix are overrides (plus `CASAMBI2MQTT_NETWORKS` and
-//!   `CASAMBI2MQTT_SITES`, the top-level keys that are lists, not sections); others such as `CASAMBI2MQTT_CONFIG` are left to
-//!   the command line.
+//!   `CASAMBI2MQTT_SITES`, the top-level keys that are lists, not sections); others such as
+//!   `CASAMBI2MQTT_CONFIG` (the command line's `-c`) are left to the command line.
 //! - Key parts are lower-cased; a part made of digits is a list index, so
 //!   `CASAMBI2MQTT_NETWORKS__0__PASSWORD_FILE` reaches `networks[0].password_file` (an index one
 //!   past the end appends an entry).

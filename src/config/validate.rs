@@ -128,10 +128,10 @@ fn credentials(reader: &mut Reader, list: &str, entries: Vec<NetworkFile>) -> Op
             let key = format!("{prefix}.ids[{j}]");
             if id.trim().is_empty() {
                 reader.push(Problem::invalid(key, "must not be empty"));
-            } else if let Some(first) = seen.get(id) {
+            } else if let Some(first) = seen.get(id.trim()) {
                 reader.push(Problem::invalid(key, format!("network id {id:?} is already listed in {list}[{first}]")));
             } else {
-                seen.insert(id.clone(), i);
+                seen.insert(id.trim().to_string(), i);
             }
         }
         if let Some(password) = password {
@@ -154,6 +154,8 @@ pub(crate) fn mqtt(
     let before = reader.problems.len();
     let password =
         secrets::resolve(reader, "mqtt.password", Some(mqtt.password.clone()), mqtt.password_file.as_deref(), false);
+    // A password that is itself a problem (given twice, unreadable) is not checked again below.
+    let password_refused = reader.problems.len() > before;
     if let Some(password) = password {
         placeholder(reader, "mqtt.password", mqtt.password_file.is_some(), &password);
         mqtt.password = password;
@@ -168,11 +170,15 @@ pub(crate) fn mqtt(
         ));
     }
     let config = MqttConfig { mqtt, homeassistant, output, ..MqttConfig::default() };
-    match config.validate() {
-        Ok(()) => {}
-        Err(SettingsError::Invalid { key, reason }) => reader.push(Problem::invalid(key, reason)),
-        Err(SettingsError::File { key, path, source }) => reader
-            .push(Problem::invalid(key, format!("cannot read {}: {}", path.display(), secrets::io_reason(&source)))),
+    let problems = config.problems().into_iter();
+    for problem in problems.filter(|p| !(password_refused && p.key() == "mqtt.password")) {
+        match problem {
+            SettingsError::Invalid { key, reason } => reader.push(Problem::invalid(key, reason)),
+            SettingsError::File { key, path, source } => reader.push(Problem::invalid(
+                key,
+                format!("cannot read {}: {}", path.display(), secrets::io_reason(&source)),
+            )),
+        }
     }
     (reader.problems.len() == before).then_some(config)
 }

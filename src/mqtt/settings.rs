@@ -241,53 +241,64 @@ impl MqttSettings {
     }
 }
 
+impl SettingsError {
+    /// The configuration key the problem is about.
+    pub fn key(&self) -> &'static str {
+        match self {
+            SettingsError::Invalid { key, .. } | SettingsError::File { key, .. } => key,
+        }
+    }
+}
+
 /// Whether `s` may be used as (part of) a topic the bridge publishes to.
 fn valid_topic_prefix(s: &str) -> bool {
     !s.is_empty() && !s.starts_with('/') && !s.ends_with('/') && !s.contains(['+', '#', '\0'])
 }
 
 impl Config {
-    /// Checks what cannot work, naming the key: URL scheme, QoS, topics.
+    /// Checks what cannot work, naming the key: the first of [`Config::problems`].
     pub fn validate(&self) -> Result<(), SettingsError> {
-        let invalid = |key: &'static str, reason: String| Err(SettingsError::Invalid { key, reason });
+        self.problems().into_iter().next().map_or(Ok(()), Err)
+    }
+
+    /// Every value that cannot work, each naming its key: URL scheme, credentials, QoS, topics.
+    pub fn problems(&self) -> Vec<SettingsError> {
+        let mut problems = Vec::new();
+        let mut invalid = |key: &'static str, reason: String| problems.push(SettingsError::Invalid { key, reason });
         let m = &self.mqtt;
+        let url = super::broker_url::redact_url(&m.url);
         match m.url.split_once("://") {
-            Some(("mqtt" | "tcp" | "mqtts" | "ssl", rest)) if !rest.is_empty() => {}
-            _ => {
-                return invalid(
-                    "mqtt.url",
-                    format!(
-                        "expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], got {:?}",
-                        super::broker_url::redact_url(&m.url)
-                    ),
-                );
+            Some(("mqtt" | "tcp" | "mqtts" | "ssl", rest)) if !rest.is_empty() => {
+                if super::broker_url::broker_address(&m.url).is_none() {
+                    invalid("mqtt.url", format!("no host or a bad port in {url:?}"));
+                }
             }
+            _ => invalid("mqtt.url", format!("expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], got {url:?}")),
         }
-        if super::broker_url::broker_address(&m.url).is_none() {
-            return invalid(
-                "mqtt.url",
-                format!("no host or a bad port in {:?}", super::broker_url::redact_url(&m.url)),
+        if !m.password.expose().is_empty() && super::broker_url::credentials(m).is_none() {
+            invalid(
+                "mqtt.password",
+                "is given without a user name: set mqtt.username, or the user in mqtt.url (mqtt://USER@HOST)".into(),
             );
         }
         for (key, qos) in [("mqtt.qos", m.qos), ("mqtt.snapshot_qos", m.snapshot_qos)] {
             if qos > 2 {
-                return invalid(key, format!("must be 0, 1 or 2, got {qos}"));
+                invalid(key, format!("must be 0, 1 or 2, got {qos}"));
             }
         }
         if m.max_inflight == Some(0) {
-            return invalid("mqtt.max_inflight", "must be 1..65535, got 0".into());
+            invalid("mqtt.max_inflight", "must be 1..65535, got 0".into());
         }
         if m.client_id.is_empty() {
-            return invalid("mqtt.client_id", "must not be empty".into());
-        }
-        if m.instance_topics && !super::topics::valid_level(&m.client_id) {
-            return invalid(
+            invalid("mqtt.client_id", "must not be empty".into());
+        } else if m.instance_topics && !super::topics::valid_level(&m.client_id) {
+            invalid(
                 "mqtt.client_id",
                 format!("{:?} names a topic level with mqtt.instance_topics: no / + # or NUL", m.client_id),
             );
         }
         if !valid_topic_prefix(&m.base_topic) {
-            return invalid(
+            invalid(
                 "mqtt.base_topic",
                 format!(
                     "{:?} is not a usable topic (empty, or contains + # NUL or a leading/trailing /)",
@@ -298,19 +309,15 @@ impl Config {
         let ha = &self.homeassistant;
         if ha.enabled {
             if !valid_topic_prefix(&ha.discovery_prefix) {
-                return invalid(
-                    "homeassistant.discovery_prefix",
-                    format!("{:?} is not a usable topic", ha.discovery_prefix),
-                );
-            }
-            if ha.discovery_prefix == m.base_topic {
-                return invalid("homeassistant.discovery_prefix", "must differ from mqtt.base_topic".into());
+                invalid("homeassistant.discovery_prefix", format!("{:?} is not a usable topic", ha.discovery_prefix));
+            } else if ha.discovery_prefix == m.base_topic {
+                invalid("homeassistant.discovery_prefix", "must differ from mqtt.base_topic".into());
             }
             if !valid_topic_prefix(&ha.status_topic) {
-                return invalid("homeassistant.status_topic", format!("{:?} is not a usable topic", ha.status_topic));
+                invalid("homeassistant.status_topic", format!("{:?} is not a usable topic", ha.status_topic));
             }
         }
-        Ok(())
+        problems
     }
 }
 
@@ -425,6 +432,21 @@ mod tests {
         let mut c = Config::default();
         c.homeassistant.discovery_prefix = "casambi".into();
         assert!(c.validate().unwrap_err().to_string().starts_with("homeassistant.discovery_prefix"));
+    }
+
+    #[test]
+    fn every_problem_is_named_at_once() {
+        let mut c = Config::default();
+        (c.mqtt.url, c.mqtt.qos, c.mqtt.base_topic) = ("http://x".into(), 3, "".into());
+        c.mqtt.password = "hunter2".into();
+        c.homeassistant.status_topic = "ha/#".into();
+        let keys: Vec<String> =
+            c.problems().iter().map(|p| p.to_string().split(':').next().unwrap_or_default().to_string()).collect();
+        assert_eq!(keys, ["mqtt.url", "mqtt.password", "mqtt.qos", "mqtt.base_topic", "homeassistant.status_topic"]);
+        assert!(c.problems().iter().all(|p| !p.to_string().contains("hunter2")));
+        // A user name from the URL is enough for a password given apart.
+        c.mqtt.url = "mqtt://bridge@broker".into();
+        assert!(!c.problems().iter().any(|p| p.to_string().starts_with("mqtt.password")));
     }
 
     #[test]

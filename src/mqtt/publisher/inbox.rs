@@ -25,14 +25,18 @@ impl Publisher {
                         // birth; what the networks' new fetch changes follows as it arrives.
                         self.birth_at = Some(Instant::now());
                     }
-                    let reason = match self.commands.try_send(ResolvedCommand { message, network, target }) {
+                    let (command, reason) = match self.commands.try_send(ResolvedCommand { message, network, target }) {
                         Ok(()) => return,
-                        Err(mpsc::error::TrySendError::Full(_)) => "too many commands waiting; command dropped",
-                        Err(mpsc::error::TrySendError::Closed(_)) => "the bridge is stopping; command dropped",
+                        Err(mpsc::error::TrySendError::Full(c)) => (c, "too many commands waiting; command dropped"),
+                        Err(mpsc::error::TrySendError::Closed(c)) => (c, "the bridge is stopping; command dropped"),
                     };
-                    self.refuse(&msg.topic, reason).await;
+                    // The reload names no network.
+                    let network = Some(command.network.as_str()).filter(|n| !n.is_empty());
+                    self.refuse(&msg.topic, network, reason).await;
                 }
-                None => self.refuse(&msg.topic, "no network, unit, group or scene has this command topic").await,
+                None => {
+                    self.refuse(&msg.topic, None, "no network, unit, group or scene has this command topic").await;
+                }
             },
             Intake::Retained => {
                 tracing::warn!(topic = %msg.topic, "ignoring a retained command (a replay); clearing it from the broker");

@@ -16,12 +16,12 @@ impl Publisher {
         self.held_errors.push_back(payload);
     }
 
-    /// Refuses a command the dispatcher never gets: logged and on `bridge/error`, like the
-    /// dispatcher's own refusals.
-    pub(super) async fn refuse(&mut self, topic: &str, reason: &str) {
+    /// Refuses a command the dispatcher never gets: logged and on `bridge/error` with the same
+    /// keys as the dispatcher's own refusals (`network` is `null` when the topic names none).
+    pub(super) async fn refuse(&mut self, topic: &str, network: Option<&str>, reason: &str) {
         tracing::warn!(%topic, reason, "command rejected");
-        let error = serde_json::json!({"topic": topic, "reason": reason});
-        self.publish_transient(&self.renderer.layout.bridge_error(), error).await;
+        let time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        self.publish_error(json!({"topic": topic, "network": network, "reason": reason, "time": time})).await;
     }
 
     pub(super) async fn publish_event(&mut self, network: &str, unit: u32, event: UnitEvent, at: DateTime<Utc>) {
