@@ -65,6 +65,26 @@ fn bad_config_exits_two_naming_the_key() {
     assert!(text.contains("cloud.poll_intervall"), "{text}");
 }
 
+#[test]
+fn the_config_variable_names_the_file_and_c_wins_over_it() {
+    let mut bad = tempfile::NamedTempFile::new().unwrap();
+    writeln!(bad, "cloud:\n  api_key: k\n  poll_intervall: 5s\nnetworks:\n  - email: a@b.c\n    password: p").unwrap();
+    let mut other = tempfile::NamedTempFile::new().unwrap();
+    writeln!(other, "mqtt:\n  qos: 7\nnetworks:\n  - email: a@b.c\n    password: p").unwrap();
+    let config = ("CASAMBI2MQTT_CONFIG", bad.path().to_str().unwrap());
+    let stderr = |args: &[&str]| {
+        let out = spawn_env(args, &[config]).take().wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for command in ["run", "check"] {
+        let text = stderr(&[command]);
+        assert!(text.contains("cloud.poll_intervall"), "{command}: {text}");
+    }
+    let text = stderr(&["run", "-c", other.path().to_str().unwrap()]);
+    assert!(text.contains("mqtt.qos") && !text.contains("poll_intervall"), "{text}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn check_lists_each_site_with_its_networks() {
     let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
