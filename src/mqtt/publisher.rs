@@ -290,22 +290,10 @@ impl Publisher {
                     .as_deref()
                     .and_then(|n| self.nets.get(n))
                     .map(|mirror| self.renderer.layout.network(&mirror.slug));
-                let payload = json!({
-                    "topic": topic,
-                    "network": network.as_deref(),
-                    "reason": message,
-                    "time": Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
-                });
-                self.publish_error(payload).await;
+                self.publish_error(notices::error_payload(topic.as_deref(), network.as_deref(), &message)).await;
             }
             Update::Rejected { network, topic, reason } => {
-                let payload = json!({
-                    "topic": topic,
-                    "network": network.as_deref(),
-                    "reason": reason,
-                    "time": Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
-                });
-                self.publish_error(payload).await;
+                self.publish_error(notices::error_payload(Some(&topic), network.as_deref(), &reason)).await;
             }
         }
     }

@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// A `bridge/error` message: every one has these four keys (docs/mqtt.md), `null` where the
+/// topic or the network is none.
+pub(super) fn error_payload(topic: Option<&str>, network: Option<&str>, reason: &str) -> Value {
+    let time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+    json!({"topic": topic, "network": network, "reason": reason, "time": time})
+}
+
 impl Publisher {
     /// Publishes a `bridge/error` payload, or holds it until the next connection.
     pub(super) async fn publish_error(&mut self, payload: Value) {
@@ -20,8 +27,7 @@ impl Publisher {
     /// keys as the dispatcher's own refusals (`network` is `null` when the topic names none).
     pub(super) async fn refuse(&mut self, topic: &str, network: Option<&str>, reason: &str) {
         tracing::warn!(%topic, reason, "command rejected");
-        let time = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
-        self.publish_error(json!({"topic": topic, "network": network, "reason": reason, "time": time})).await;
+        self.publish_error(error_payload(Some(topic), network, reason)).await;
     }
 
     pub(super) async fn publish_event(&mut self, network: &str, unit: u32, event: UnitEvent, at: DateTime<Utc>) {
