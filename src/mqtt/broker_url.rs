@@ -24,46 +24,14 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// The user name and password the broker is given (docs/configuration.md): each from its key
-/// (`mqtt.username`, `mqtt.password`) when that is not empty, else from `mqtt.url`'s user info;
-/// `None` without a user name.
-pub(crate) fn credentials(settings: &super::settings::MqttSettings) -> Option<(String, String)> {
-    let (url_user, url_password) = url_credentials(&settings.url).unwrap_or_default();
-    let user = if settings.username.is_empty() { url_user } else { settings.username.clone() };
-    let password = settings.password.expose();
-    let password = if password.is_empty() { url_password } else { password.to_string() };
-    (!user.is_empty()).then_some((user, password))
-}
-
 /// User name and password given in the URL (`mqtt://user:pass@host`), percent-decoded.
-fn url_credentials(url: &str) -> Option<(String, String)> {
+pub(crate) fn url_credentials(url: &str) -> Option<(String, String)> {
     let parsed = url::Url::parse(url).ok()?;
     if parsed.username().is_empty() {
         return None;
     }
-    let decode = |s: &str| percent_decode(s);
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
     Some((decode(parsed.username()), decode(parsed.password().unwrap_or_default())))
-}
-
-/// Minimal percent-decoding of URL user info.
-fn percent_decode(s: &str) -> String {
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(hi), Some(lo)) =
-                (bytes.get(i + 1).and_then(|b| hex(*b)), bytes.get(i + 2).and_then(|b| hex(*b)))
-        {
-            out.push(hi * 16 + lo);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -97,23 +65,5 @@ mod tests {
         assert_eq!(redact_url("mqtt://user:p?a#s/s@broker"), "mqtt://broker");
         assert_eq!(url_credentials("mqtt://user:p%40ss@broker:1883"), Some(("user".into(), "p@ss".into())));
         assert_eq!(url_credentials("mqtt://broker"), None);
-    }
-
-    #[test]
-    fn each_credential_comes_from_its_key_else_from_the_url() {
-        use super::super::settings::MqttSettings;
-        let with = |url: &str, username: &str, password: &str| MqttSettings {
-            url: url.into(),
-            username: username.into(),
-            password: password.into(),
-            ..MqttSettings::default()
-        };
-        let pair = |u: &str, p: &str| Some((u.to_string(), p.to_string()));
-        assert_eq!(credentials(&with("mqtt://u:p@h", "", "")), pair("u", "p"));
-        assert_eq!(credentials(&with("mqtt://u:p@h", "bob", "")), pair("bob", "p"));
-        assert_eq!(credentials(&with("mqtt://u@h", "", "from-file")), pair("u", "from-file"));
-        assert_eq!(credentials(&with("mqtt://u:p@h", "bob", "pw")), pair("bob", "pw"));
-        assert_eq!(credentials(&with("mqtt://h", "bob", "")), pair("bob", ""));
-        assert_eq!(credentials(&with("mqtt://h", "", "pw")), None);
     }
 }

@@ -8,7 +8,7 @@
 //! (1 s doubling to 30 s). With a clean session nothing survives a reconnect, which is why every
 //! [`ClientEvent::Connected`] means "subscribe and publish everything again" to the consumer.
 
-use super::broker_url::{broker_address, credentials, redact_url};
+use super::broker_url::{broker_address, redact_url};
 use super::settings::{MqttSettings, Protocol};
 use std::time::Duration;
 use tls::trusted_pem;
@@ -289,7 +289,7 @@ impl Client {
             None
         };
         let qos = settings.qos.min(2);
-        let user = credentials(settings);
+        let user = settings.credentials();
         let spec = Spec { client_id, host, port, transport, user, will, qos, inflight, nodelay: settings.nodelay() };
         let (inner, task) = match settings.protocol {
             Protocol::V311 => {

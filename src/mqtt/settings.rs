@@ -226,6 +226,17 @@ pub struct Config {
 }
 
 impl MqttSettings {
+    /// The user name and password the broker is given (docs/configuration.md): each from its key
+    /// (`mqtt.username`, `mqtt.password`) when that is not empty, else from `mqtt.url`'s user info;
+    /// `None` without a user name.
+    pub(crate) fn credentials(&self) -> Option<(String, String)> {
+        let (url_user, url_password) = super::broker_url::url_credentials(&self.url).unwrap_or_default();
+        let user = if self.username.is_empty() { url_user } else { self.username.clone() };
+        let password = self.password.expose();
+        let password = if password.is_empty() { url_password } else { password.to_string() };
+        (!user.is_empty()).then_some((user, password))
+    }
+
     /// Reads `password_file` into `password` (a trailing newline is dropped). Call once while
     /// loading the configuration, before anything connects.
     pub fn resolve_files(&mut self) -> Result<(), SettingsError> {
@@ -275,7 +286,7 @@ impl Config {
             }
             _ => invalid("mqtt.url", format!("expected mqtt://HOST[:PORT] or mqtts://HOST[:PORT], got {url:?}")),
         }
-        if !m.password.expose().is_empty() && super::broker_url::credentials(m).is_none() {
+        if !m.password.expose().is_empty() && m.credentials().is_none() {
             invalid(
                 "mqtt.password",
                 "is given without a user name: set mqtt.username, or the user in mqtt.url (mqtt://USER@HOST)".into(),
@@ -456,5 +467,22 @@ mod tests {
         let mut m = MqttSettings { password_file: Some(path), ..MqttSettings::default() };
         m.resolve_files().unwrap();
         assert_eq!(m.password.expose(), "s3cret");
+    }
+
+    #[test]
+    fn each_credential_comes_from_its_key_else_from_the_url() {
+        let with = |url: &str, username: &str, password: &str| MqttSettings {
+            url: url.into(),
+            username: username.into(),
+            password: password.into(),
+            ..MqttSettings::default()
+        };
+        let pair = |u: &str, p: &str| Some((u.to_string(), p.to_string()));
+        assert_eq!(with("mqtt://u:p@h", "", "").credentials(), pair("u", "p"));
+        assert_eq!(with("mqtt://u:p@h", "bob", "").credentials(), pair("bob", "p"));
+        assert_eq!(with("mqtt://u@h", "", "from-file").credentials(), pair("u", "from-file"));
+        assert_eq!(with("mqtt://u:p@h", "bob", "pw").credentials(), pair("bob", "pw"));
+        assert_eq!(with("mqtt://h", "bob", "").credentials(), pair("bob", ""));
+        assert_eq!(with("mqtt://h", "", "pw").credentials(), None);
     }
 }
