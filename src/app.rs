@@ -65,6 +65,9 @@ pub enum AppError {
     /// The MQTT settings cannot work.
     #[error("MQTT settings: {0}")]
     Mqtt(#[from] mqtt::MqttError),
+    /// The MQTT side stopped before the shutdown (its event loop ended, or its task failed).
+    #[error("the MQTT task ended unexpectedly: {0}")]
+    MqttEnded(String),
     /// The HTTP listener (web page, health endpoints) could not listen.
     #[error("HTTP listener on {addr}: {source}")]
     Http {
@@ -249,13 +252,12 @@ pub async fn run(
         _ = shutdown.cancelled() => Outcome::Stopped,
         result = &mut mqtt_task => {
             inner.cancel();
+            // Nothing but the shutdown ends the MQTT side in order, so this is a failure: the
+            // exit code says so, and a supervisor restarts the bridge (docs/cli.md#exit-codes).
             return match result {
-                Ok(Ok(())) => Ok(Outcome::Stopped),
+                Ok(Ok(())) => Err(AppError::MqttEnded("its event loop stopped".into())),
                 Ok(Err(e)) => Err(e.into()),
-                Err(e) => {
-                    tracing::error!(error = %e, "the MQTT task ended unexpectedly");
-                    Ok(Outcome::Stopped)
-                }
+                Err(e) => Err(AppError::MqttEnded(e.to_string())),
             };
         }
     };

@@ -88,7 +88,7 @@ pub static MALLOC_CONF: &[u8] = b"dirty_decay_ms:0,muzzy_decay_ms:0\0";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Run(cli::ConfigArgs::default()));
+    let command = cli.command.unwrap_or(Command::Run(cli::ConfigArgs::from_env()));
     // The simulator serves many clients at once and gets a worker per core; everything else
     // runs on the bridge's own runtime.
     let runtime = match &command {

@@ -77,9 +77,9 @@ fn the_config_variable_names_the_file_and_c_wins_over_it() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    for command in ["run", "check"] {
-        let text = stderr(&[command]);
-        assert!(text.contains("cloud.poll_intervall"), "{command}: {text}");
+    for command in [&["run"][..], &["check"], &[]] {
+        let text = stderr(command);
+        assert!(text.contains("cloud.poll_intervall"), "{command:?}: {text}");
     }
     let text = stderr(&["run", "-c", other.path().to_str().unwrap()]);
     assert!(text.contains("mqtt.qos") && !text.contains("poll_intervall"), "{text}");

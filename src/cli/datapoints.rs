@@ -25,7 +25,7 @@ const EXIT_USAGE: u8 = 2;
 #[derive(Debug, Args)]
 pub struct DatapointsArgs {
     /// Configuration file (YAML), as for `run`.
-    #[arg(short, long, value_name = "FILE", env = "CASAMBI2MQTT_CONFIG")]
+    #[arg(short, long, value_name = "FILE", env = super::CONFIG_VAR)]
     config: Option<PathBuf>,
     /// Network id.
     #[arg(long, value_name = "ID")]

@@ -6,6 +6,7 @@ pub mod datapoints;
 use anyhow::Context;
 use casambi2mqtt::app::{self, Outcome};
 use casambi2mqtt::config::{self, Config, ConfigError, LogFormat};
+use casambi2mqtt::mqtt::broker_url;
 use casambi2mqtt::sim::{SimConfig, Simulator, site::Site};
 use clap::Args;
 use std::io::IsTerminal;
@@ -19,13 +20,24 @@ use tokio_util::sync::CancellationToken;
 /// Exit code of a bad configuration.
 const EXIT_CONFIG: u8 = 2;
 
+/// The environment variable that names the configuration file when `-c` does not.
+pub const CONFIG_VAR: &str = "CASAMBI2MQTT_CONFIG";
+
 /// `-c FILE` of `run` and `check`.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args)]
 pub struct ConfigArgs {
     /// Configuration file (YAML). Default: ./config.yaml if present, else defaults + environment
     /// variables (CASAMBI2MQTT_<SECTION>__<KEY>).
-    #[arg(short, long, value_name = "FILE", env = "CASAMBI2MQTT_CONFIG")]
+    #[arg(short, long, value_name = "FILE", env = CONFIG_VAR)]
     config: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    /// What `run` is given when the command line names no command: the file [`CONFIG_VAR`]
+    /// names, if it names one (an empty value names none, as for `-c`).
+    pub fn from_env() -> ConfigArgs {
+        ConfigArgs { config: std::env::var_os(CONFIG_VAR).filter(|v| !v.is_empty()).map(PathBuf::from) }
+    }
 }
 
 /// Arguments of `check`.
@@ -106,6 +118,12 @@ pub fn init_logging(level: &str, json: bool) {
 /// container image sets): what an error found before the configuration is loaded goes by.
 fn json_from_env() -> bool {
     std::env::var("CASAMBI2MQTT_LOG__FORMAT").is_ok_and(|v| v.trim().eq_ignore_ascii_case("json"))
+}
+
+/// The log level the environment asks for (`CASAMBI2MQTT_LOG__LEVEL`), else `info`: for the demo,
+/// which logs before its configuration exists (a bad level is reported once it does).
+fn level_from_env() -> String {
+    std::env::var("CASAMBI2MQTT_LOG__LEVEL").ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| "info".into())
 }
 
 /// Whether log lines get colour: on a terminal, unless `NO_COLOR` has a value.
@@ -250,7 +268,7 @@ pub async fn healthcheck(args: HealthcheckArgs) -> ExitCode {
 
 /// `casambi2mqtt demo`.
 pub async fn demo(args: DemoArgs) -> ExitCode {
-    init_logging("info", false);
+    init_logging(&level_from_env(), json_from_env());
     match demo_inner(args).await {
         Ok(code) => code,
         Err(e) => {
@@ -299,18 +317,19 @@ async fn demo_inner(args: DemoArgs) -> anyhow::Result<ExitCode> {
             ws = sim.ws_url(),
         );
         let config = config::parse(&yaml, std::env::vars()).context("demo configuration")?;
+        let json = config.log.format == LogFormat::Json;
         let (started_tx, started_rx) = oneshot::channel::<app::Running>();
-        let (base_url, shown) = (sim.base_url(), broker.clone());
+        let (base_url, shown, topic) = (sim.base_url(), broker.clone(), config.mqtt.base_topic.clone());
         tokio::spawn(async move {
             if let Ok(running) = started_rx.await {
-                print!("{}", banner(&base_url, &shown, running.health_addr));
+                print!("{}", banner(&base_url, &shown, &topic, running.health_addr));
             }
         });
         match app::run(config, shutdown.clone(), Some(started_tx)).await {
             Err(app::AppError::Http { addr, source }) if addr == DEMO_HEALTH => {
                 tracing::info!(%addr, error = %source, "the default health address is taken; using a free port");
             }
-            outcome => return Ok(exit_code(outcome, false)),
+            outcome => return Ok(exit_code(outcome, json)),
         }
     }
     anyhow::bail!("no address for the HTTP listener")
@@ -337,14 +356,15 @@ enum Broker {
     External(String),
 }
 
-/// What the demo prints once it runs: where everything is and how to watch it.
-fn banner(cloud: &str, broker: &Broker, health: Option<SocketAddr>) -> String {
+/// What the demo prints once it runs: where everything is and how to watch it (`base_topic`: the
+/// bridge's topics, `mqtt.base_topic`).
+fn banner(cloud: &str, broker: &Broker, base_topic: &str, health: Option<SocketAddr>) -> String {
     use std::fmt::Write as _;
     let mut out = String::from("casambi2mqtt demo\n");
     let _ = writeln!(out, "  simulated cloud  {cloud} (API key demo-key, login demo@example.com / demo)");
     // Where Home Assistant finds the broker, and what to do when it runs in a container (where
     // 127.0.0.1 is the container itself).
-    let (host, port, ha_host, container_hint) = match broker {
+    let (host, port, ha_host, container_hint, sub_options) = match broker {
         Broker::Embedded(bound) => {
             let _ = writeln!(out, "  MQTT broker      mqtt://{bound} (embedded; MQTT 3.1.1 and 5, no login)");
             let host = reachable_ip(bound.ip()).to_string();
@@ -358,19 +378,23 @@ fn banner(cloud: &str, broker: &Broker, health: Option<SocketAddr>) -> String {
             } else {
                 (host.clone(), "")
             };
-            (host, bound.port().to_string(), ha_host, hint)
+            (host, bound.port().to_string(), ha_host, hint, String::new())
         }
         Broker::External(url) => {
-            let _ = writeln!(out, "  MQTT broker      {url}");
-            let (host, port) = url
-                .trim_start_matches("mqtt://")
-                .rsplit_once(':')
-                .map(|(h, p)| (h.to_string(), p.to_string()))
-                .unwrap_or_else(|| ("127.0.0.1".into(), "1883".into()));
-            (host.clone(), port, host, "")
+            // The URL is shown without its user info: the banner is printed, and often shared.
+            let _ = writeln!(out, "  MQTT broker      {}", broker_url::redact_url(url));
+            let (host, port, tls) = broker_url::broker_address(url).unwrap_or(("127.0.0.1".into(), 1883, false));
+            let mut options = String::new();
+            if tls {
+                options.push_str(" --tls-use-os-certs");
+            }
+            if url.split_once("://").is_some_and(|(_, rest)| rest.contains('@')) {
+                options.push_str(" -u USER -P PASSWORD");
+            }
+            (host.clone(), port.to_string(), host, "", options)
         }
     };
-    let _ = writeln!(out, "  watch it         mosquitto_sub -h {host} -p {port} -t 'casambi/#' -v");
+    let _ = writeln!(out, "  watch it         mosquitto_sub -h {host} -p {port}{sub_options} -t '{base_topic}/#' -v");
     let _ = writeln!(out, "  Home Assistant   Settings → Devices & services → MQTT → broker {ha_host}, port {port};");
     let _ = writeln!(out, "                   the demo's lights and sensors appear under MQTT devices");
     if !container_hint.is_empty() {
@@ -401,7 +425,7 @@ async fn start_embedded_broker(_listen: SocketAddr) -> anyhow::Result<SocketAddr
 
 #[cfg(test)]
 mod tests {
-    use super::colour_wanted;
+    use super::{Broker, banner, colour_wanted};
 
     #[test]
     fn colour_only_on_a_terminal_without_no_color() {
@@ -409,5 +433,22 @@ mod tests {
         assert!(colour_wanted(true, Some("".into())), "an empty NO_COLOR counts as unset");
         assert!(!colour_wanted(true, Some("1".into())));
         assert!(!colour_wanted(false, None));
+    }
+
+    #[test]
+    fn the_banner_hides_the_broker_login_and_watches_the_base_topic() {
+        let broker = Broker::External("mqtts://bob:s3cret@broker.example:8884".into());
+        let text = banner("http://127.0.0.1:1", &broker, "home/lights", None);
+        assert!(!text.contains("s3cret") && !text.contains("bob"), "{text}");
+        assert!(text.contains("MQTT broker      mqtts://broker.example:8884\n"), "{text}");
+        assert!(
+            text.contains(
+                "mosquitto_sub -h broker.example -p 8884 --tls-use-os-certs -u USER -P PASSWORD -t 'home/lights/#' -v"
+            ),
+            "{text}"
+        );
+        let embedded = Broker::Embedded("127.0.0.1:1883".parse().unwrap());
+        let text = banner("http://127.0.0.1:1", &embedded, "casambi", None);
+        assert!(text.contains("mosquitto_sub -h 127.0.0.1 -p 1883 -t 'casambi/#' -v"), "{text}");
     }
 }

@@ -41,7 +41,7 @@ impl Watcher {
     pub async fn start(port: u16, filter: &str) -> Watcher {
         let n = WATCHER_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut o = MqttOptions::new(format!("test-watch-{}-{n}", std::process::id()), "127.0.0.1", port);
-        o.set_max_packet_size(1024 * 1024, 1024 * 1024);
+        o.set_max_packet_size(8 << 20, 8 << 20);
         o.set_keep_alive(Duration::from_secs(30));
         let (client, mut el) = AsyncClient::new(o, 256);
         let (tx, rx) = mpsc::unbounded_channel();
