@@ -166,14 +166,15 @@ pub async fn run(
         let networks = expected.networks().into_iter().map(|n| (n.id, n.name)).collect();
         let states = expected.credential_states();
         let logging_in = states.iter().filter(|s| s.is_logging_in()).count();
-        let rejected = states
-            .into_iter()
-            .filter_map(|s| match s {
-                CredentialState::Rejected(why) => Some(why),
-                _ => None,
-            })
-            .collect();
-        Expectation { networks, logging_in, rejected }
+        let (mut rejected, mut retrying) = (Vec::new(), Vec::new());
+        for state in states {
+            match state {
+                CredentialState::Rejected(why) => rejected.push(why),
+                CredentialState::Retrying(why) => retrying.push(why),
+                _ => {}
+            }
+        }
+        Expectation { networks, logging_in, rejected, retrying }
     }));
 
     let (dispatcher, mut rejections) = CommandDispatcher::new(bridge.clone(), DispatchConfig::default());

@@ -5,6 +5,7 @@ mod bridge_support;
 
 use bridge_support::*;
 use casambi2mqtt::bridge::CredentialState;
+use casambi2mqtt::bridge::network::Timing;
 use casambi2mqtt::bridge::state::UnitEvent;
 use casambi2mqtt::sim::SimConfig;
 use casambi2mqtt::sim::log::RequestRecord;
@@ -47,6 +48,25 @@ async fn dropped_wire_falls_back_to_polling_and_loses_no_change() {
     h.wait_all_live(20).await;
     h.sim.set_unit_state(HOME, 2, &json!({"controls": [{"type": "Dimmer", "value": 0.44}]})).unwrap();
     h.wait_converged(5).await;
+}
+
+#[tokio::test]
+async fn a_lost_wire_costs_one_state_read_then_one_per_poll_interval() {
+    let poll_interval = Duration::from_secs(3);
+    let sim = casambi2mqtt::sim::Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+    let timing = Timing { poll_interval, ..fast_timing() };
+    let h = start_timed(sim, demo_credentials("demo"), Vec::new(), 600, timing);
+    h.wait_all_live(20).await;
+    // Live for longer than a poll interval: the poll's schedule has a tick long due.
+    tokio::time::sleep(poll_interval + Duration::from_millis(500)).await;
+    let seen = h.mirror.lock().unwrap().connections.len();
+    h.sim.shared().log.clear();
+    assert!(h.sim.drop_sockets() > 0);
+    h.wait(10, "Home polling", move |m| m.connections[seen..].iter().any(|(n, c)| n == HOME && *c == "polling")).await;
+    tokio::time::sleep(poll_interval / 2).await;
+    let log = h.sim.shared().log.requests();
+    let reads = count(&log, |r| r.method == "GET" && r.path == format!("/v1/networks/{HOME}/state"));
+    assert_eq!(reads, 1, "one read when the wire goes, the next a poll interval later: {log:#?}");
 }
 
 #[tokio::test]

@@ -88,8 +88,13 @@ fn every_rule_names_its_key() {
         ["datapoints.data_types: needs at least one of sensors, vendor, control, energy, details, status"]
     );
     assert_eq!(
-        problems("datapoints:\n  sensors:\n    \"my key\": {}\n", &[]),
-        ["datapoints.sensors.my key: a datapoint key must not be empty or contain spaces"]
+        problems("datapoints:\n  sensors:\n    \"my key\": {}\n    a.b: {}\n    lux: {}\n    energy: {}\n", &[]),
+        [
+            "datapoints.sensors.a.b: a datapoint key with a sensor has letters, digits, _ and - only",
+            "datapoints.sensors.energy: has a built-in sensor (docs/datapoints.md); leave it out",
+            "datapoints.sensors.lux: is in the unit's live state already, so it gets no second sensor",
+            "datapoints.sensors.my key: a datapoint key with a sensor has letters, digits, _ and - only",
+        ]
     );
     let e = problems("datapoints:\n  sensors:\n    a: {diagnostic: maybe}\n", &[]);
     assert_eq!(e.len(), 1);

@@ -2,7 +2,8 @@
 //! simulator's demo site, a real mosquitto and the whole bridge (`app::run`): the page lists the
 //! demo's units, a change made in the simulator appears on the open page within a second, a click
 //! changes the unit in the simulator, names are shown as text (never as HTML), the page fits a
-//! phone, and a page on a listener beyond loopback controls nothing without `http.token`. A site
+//! phone, a page on a listener beyond loopback controls nothing without `http.token`, and a page
+//! refused for too many open pages tries again. A site
 //! of 100 networks of 250 units shows its networks as they are read, then whole within 3 s of
 //! loading in a heap of at most 50 MB, opens a network and searches.
 //!
@@ -291,6 +292,27 @@ async fn beyond_loopback_the_page_controls_only_with_the_token() {
     browser.click(&format!("{} button[data-toggle]", card(HOME, 1))).await;
     rig.wait_truth(1, "the click with the token turned the ceiling off", |u| u["on"] == json!(false)).await;
 
+    browser.close().await;
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_refused_for_too_many_open_pages_tries_again() {
+    let rig = rig("  listen: 127.0.0.1:0\n  max_live_streams: 1\n").await;
+    let client = reqwest::Client::new();
+    let held = client.get(rig.url("api/events")).send().await.unwrap();
+    assert_eq!(held.status(), 200);
+    let browser = Browser::start(1200, 900).await;
+    browser.client.goto(&rig.url("")).await.unwrap();
+    let pill = "return document.getElementById('live').textContent";
+    browser
+        .wait_for(Duration::from_secs(10), "the refused page says so", &format!("{pill} === 'reconnecting…';"))
+        .await;
+    // A browser gives up on a stream answered 503; the page must not.
+    drop(held);
+    browser
+        .wait_for(Duration::from_secs(20), "the page is live once a stream is free", &format!("{pill} === 'live';"))
+        .await;
     browser.close().await;
     rig.stop().await;
 }

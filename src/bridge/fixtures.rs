@@ -55,14 +55,45 @@ impl FixtureCache {
         }
     }
 
-    /// Every fixture of a set of ids that could be had.
-    pub async fn get_all(&self, rest: &RestClient, ids: BTreeSet<u32>) -> BTreeMap<u32, Arc<Fixture>> {
+    /// Every fixture of a set of ids that could be had, and the ids settled: had, or known to be
+    /// missing. The others failed for now and are worth asking again.
+    pub async fn get_all(&self, rest: &RestClient, ids: BTreeSet<u32>) -> (BTreeMap<u32, Arc<Fixture>>, BTreeSet<u32>) {
         let mut out = BTreeMap::new();
+        let mut settled = BTreeSet::new();
         for id in ids {
             if let Some(f) = self.get(rest, id).await {
                 out.insert(id, f);
             }
+            if self.slot(id).initialized() {
+                settled.insert(id);
+            }
         }
-        out
+        (out, settled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::RestConfig;
+    use crate::cloud::model::Secret;
+    use crate::cloud::quota::{QuotaConfig, QuotaGuard};
+    use crate::sim::{SimConfig, Simulator, site::DEMO_API_KEY, site::Site};
+
+    #[tokio::test]
+    async fn a_fixture_that_failed_for_now_is_not_settled_and_is_asked_again() {
+        let sim = Simulator::start_local(SimConfig::new(Site::demo())).await.unwrap();
+        let quota = Arc::new(QuotaGuard::new(&QuotaConfig::default()));
+        let rest = RestClient::new(RestConfig::new(sim.base_url().parse().unwrap(), Secret::new(DEMO_API_KEY)), quota)
+            .unwrap();
+        let cache = FixtureCache::new();
+        let ids = BTreeSet::from([1001, 1002, 4242]);
+        sim.fail_next_requests(1);
+        let (found, settled) = cache.get_all(&rest, ids.clone()).await;
+        assert_eq!(found.keys().copied().collect::<Vec<_>>(), [1002], "1001 failed (500), 4242 is unknown");
+        assert_eq!(settled, BTreeSet::from([1002, 4242]), "a 500 is not settled, a 404 is");
+        let (found, settled) = cache.get_all(&rest, ids.clone()).await;
+        assert_eq!(found.keys().copied().collect::<Vec<_>>(), [1001, 1002]);
+        assert_eq!(settled, ids);
     }
 }

@@ -201,9 +201,7 @@ impl Supervisor {
                 _ = shutdown.cancelled() => break,
                 event = wire_rx.recv() => {
                     let Some(event) = event else { break };
-                    if self.on_wire(&mut net, event).await {
-                        poll.reset_immediately();
-                    }
+                    self.on_wire(&mut net, event).await.apply(&mut poll);
                 }
                 out = self.outgoing.recv(), if commands_open => {
                     // Without senders (the bridge handle is gone) the branch would be ready forever.
@@ -229,9 +227,7 @@ impl Supervisor {
                 _ = poll.tick(), if !net.wire_live => match self.poll(&mut net, &mut wire_rx).await {
                     Polled::Done => {}
                     Polled::Interrupted(event) => {
-                        if self.on_wire(&mut net, *event).await {
-                            poll.reset_immediately();
-                        }
+                        self.on_wire(&mut net, *event).await.apply(&mut poll);
                     }
                     Polled::WireGone => break,
                 },
@@ -321,9 +317,8 @@ impl Supervisor {
         }
     }
 
-    /// Handles one wire event; `true` when the wire was refused and a poll should run at once
-    /// rather than at the next tick.
-    async fn on_wire(&self, net: &mut SupervisedNetwork, event: WireEvent) -> bool {
+    /// Handles one wire event; says when the next poll runs.
+    async fn on_wire(&self, net: &mut SupervisedNetwork, event: WireEvent) -> NextPoll {
         match event {
             WireEvent::Opened => {
                 tracing::info!(network = %self.id, "wire open");
@@ -337,8 +332,10 @@ impl Supervisor {
                     tracing::warn!(network = %self.id, reason = %reason, "wire down; polling over REST");
                     net.wire_live = false;
                     // Poll at once, to the end even if the wire is back meanwhile: changes made
-                    // while the wire was down are not lost.
+                    // while the wire was down are not lost. The next poll is an interval later,
+                    // not the tick that fell due while the wire was live.
                     self.refresh(net).await;
+                    return NextPoll::AfterInterval;
                 }
             }
             WireEvent::Refused(WireStatusKind::InvalidSession) => {
@@ -356,7 +353,7 @@ impl Supervisor {
                         net.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
                     }
                 }
-                return true;
+                return NextPoll::Now;
             }
             WireEvent::Refused(status) => {
                 net.wire_live = false;
@@ -364,11 +361,11 @@ impl Supervisor {
                 tracing::warn!(network = %self.id, status = status.as_str(), "wire refused");
                 self.problem(message).await;
                 net.reopen_at = Some(Instant::now() + self.timing.reopen_delay);
-                return true;
+                return NextPoll::Now;
             }
             WireEvent::Message(msg) => self.on_message(net, msg).await,
         }
-        false
+        NextPoll::AsScheduled
     }
 
     async fn on_message(&self, net: &mut SupervisedNetwork, msg: ServerMessage) {
@@ -474,4 +471,25 @@ fn schedule_refresh(net: &mut SupervisedNetwork, delay: Duration) {
         Some((_, first)) => ((now + delay).min(first + delay * 3), first),
         None => (now + delay, now),
     });
+}
+
+/// When a network's next `/state` poll runs, after a wire event.
+#[must_use]
+enum NextPoll {
+    /// At its tick (the event changes nothing).
+    AsScheduled,
+    /// At once: the wire was refused.
+    Now,
+    /// A poll interval from now: a poll has just run.
+    AfterInterval,
+}
+
+impl NextPoll {
+    fn apply(self, poll: &mut tokio::time::Interval) {
+        match self {
+            NextPoll::AsScheduled => {}
+            NextPoll::Now => poll.reset_immediately(),
+            NextPoll::AfterInterval => poll.reset(),
+        }
+    }
 }

@@ -337,7 +337,13 @@ impl CredentialTask {
                 Err(e) => {
                     let delay = backoff.next_delay(Some(&e)).unwrap_or(Duration::from_secs(60));
                     tracing::warn!(%email, error = %e, retry_in = ?delay, "login failed; retrying");
-                    self.set_state(CredentialState::Retrying(format!("{label}: {e}")));
+                    let why = format!("{label}: {e}");
+                    // Locked again and again: a setting at the service to change, so it is told
+                    // where the user looks (docs/cloud.md#logins-and-the-lockout-guard).
+                    if e == CloudError::ApiNotEnabled {
+                        let _ = self.updates.send(Update::Problem { network: None, message: why.clone() }).await;
+                    }
+                    self.set_state(CredentialState::Retrying(why));
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         _ = tokio::time::sleep(delay) => {}

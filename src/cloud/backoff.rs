@@ -32,7 +32,7 @@ impl Default for BackoffPolicy {
             max_delay: Duration::from_secs(300),
             factor: 2.0,
             max_retries: Some(6),
-            max_retry_after: Duration::from_secs(900),
+            max_retry_after: MAX_RETRY_AFTER,
         }
     }
 }
@@ -91,15 +91,23 @@ pub fn full_jitter(d: Duration) -> Duration {
     Duration::from_nanos(rand::rng().random_range(0..=nanos))
 }
 
-/// Parses a `Retry-After` header: delay-seconds or an HTTP date (relative to `now`).
+/// The longest `Retry-After` taken (docs/cloud.md#quota-429): a 429's pause stops every request
+/// of the API key (polls, logins, resyncs), and a broken header must not park them for days.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(15 * 60);
+
+/// Parses a `Retry-After` header: delay-seconds or an HTTP date (relative to `now`), at most
+/// [`MAX_RETRY_AFTER`].
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let now: chrono::DateTime<chrono::Utc> = now.into();
-    Some((when.with_timezone(&chrono::Utc) - now).to_std().unwrap_or(Duration::ZERO))
+    let after = match value.parse::<u64>() {
+        Ok(secs) => Duration::from_secs(secs),
+        Err(_) => {
+            let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+            let now: chrono::DateTime<chrono::Utc> = now.into();
+            (when.with_timezone(&chrono::Utc) - now).to_std().unwrap_or(Duration::ZERO)
+        }
+    };
+    Some(after.min(MAX_RETRY_AFTER))
 }
 
 /// Runs `op`, retrying transient errors (429, 5xx, transport) on `policy`'s schedule. Other errors
@@ -146,6 +154,9 @@ mod tests {
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now), Some(Duration::from_secs(30)));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", now), None);
+        // A day, or a date years ahead, pauses every request of the key: capped.
+        assert_eq!(parse_retry_after("86400", now), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after("Fri, 21 Oct 2033 07:28:00 GMT", now), Some(MAX_RETRY_AFTER));
     }
 
     #[test]

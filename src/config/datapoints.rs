@@ -9,6 +9,7 @@ use crate::bridge::datapoints::{
 };
 use crate::cloud::rest::DataType;
 use crate::mqtt::settings::{DatapointSensors, SensorSemantics};
+use crate::mqtt::unit_data;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -116,13 +117,18 @@ fn data_types(reader: &mut Reader, names: &[String]) -> Vec<DataType> {
     out
 }
 
-/// One `datapoints.sensors` entry: a usable key, a snake_case device class, a unit that is not
+/// One `datapoints.sensors` entry: a key that can have a sensor and has none yet, a snake_case device class, a unit that is not
 /// blank, a state class Home Assistant knows.
 fn sensor(reader: &mut Reader, key: &str, entry: SensorFile) -> Option<SensorSemantics> {
     let before = reader.problems.len();
     let at = format!("datapoints.sensors.{key}");
-    if key.trim().is_empty() || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        reader.push(Problem::invalid(&at, "a datapoint key must not be empty or contain spaces"));
+    // A sensor reads its key's plain topic, so a key without one would get none, in silence.
+    if !unit_data::is_plain_key(key) {
+        reader.push(Problem::invalid(&at, "a datapoint key with a sensor has letters, digits, _ and - only"));
+    } else if unit_data::LIVE_KEYS.contains(&key) {
+        reader.push(Problem::invalid(&at, "is in the unit's live state already, so it gets no second sensor"));
+    } else if unit_data::is_built_in(key) {
+        reader.push(Problem::invalid(&at, "has a built-in sensor (docs/datapoints.md); leave it out"));
     }
     if let Some(class) = &entry.device_class
         && (class.is_empty() || !class.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))

@@ -48,6 +48,8 @@ pub struct Expectation {
     pub logging_in: usize,
     /// Why each credentials entry the service rejects is rejected (no secrets).
     pub rejected: Vec<String>,
+    /// Why each entry still logging in failed last, when it has failed (no secrets).
+    pub retrying: Vec<String>,
 }
 
 #[derive(Default)]
@@ -177,11 +179,12 @@ impl HealthState {
             reasons.push("MQTT is not connected".to_string());
         }
         if let Some(expected) = lock(&self.expected).as_ref() {
-            let Expectation { networks: wanted, logging_in, rejected } = expected();
+            let Expectation { networks: wanted, logging_in, rejected, retrying } = expected();
             if logging_in > 0 {
                 reasons.push(format!("{logging_in} credentials entries still logging in"));
             }
             reasons.extend(rejected.into_iter().map(|why| format!("login rejected: {why}")));
+            reasons.extend(retrying.into_iter().map(|why| format!("login failed, trying again: {why}")));
             for (id, name) in wanted {
                 if !networks.contains_key(&id) {
                     reasons.push(format!("network {name} ({id}) is starting: no snapshot yet"));
@@ -257,4 +260,32 @@ pub async fn check(listen: SocketAddr) -> Result<(), String> {
     let status = response.status();
     let body = response.text().await.unwrap_or_default();
     if status.is_success() { Ok(()) } else { Err(format!("{url}: {status}: {body}")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_that_keeps_failing_to_log_in_is_named_with_why() {
+        let health = HealthState::new();
+        health.set_mqtt_connected(true);
+        health.set_expected(Box::new(|| Expectation {
+            networks: Vec::new(),
+            logging_in: 1,
+            rejected: vec!["credentials b@example.com: wrong password".into()],
+            retrying: vec!["credentials a@example.com: API not enabled or login locked".into()],
+        }));
+        let report = health.report();
+        assert_eq!(report.status, "unhealthy");
+        assert_eq!(
+            report.reasons,
+            [
+                "1 credentials entries still logging in",
+                "login rejected: credentials b@example.com: wrong password",
+                "login failed, trying again: credentials a@example.com: API not enabled or login locked",
+                "no network is bridged yet",
+            ]
+        );
+    }
 }

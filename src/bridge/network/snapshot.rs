@@ -98,9 +98,10 @@ impl Supervisor {
         let fixture_ids = net.view.fixture_ids();
         let fixtures_missing = !fixture_ids.is_subset(&net.fixtures_asked);
         if fixtures_missing {
-            let fixtures = self.fixtures.get_all(&self.rest, fixture_ids.clone()).await;
+            // Those that failed for now stay unasked: the next snapshot asks for them again.
+            let (fixtures, settled) = self.fixtures.get_all(&self.rest, fixture_ids).await;
             net.view.set_fixtures(fixtures);
-            net.fixtures_asked = fixture_ids;
+            net.fixtures_asked = settled;
         }
         if !net.wire_live {
             net.view.set_connection(Connection::Polling);

@@ -435,10 +435,20 @@ function setLive(text, cls) {
   p.className = "pill " + cls;
 }
 
+// A browser reconnects a stream that broke by itself, but gives up on one refused with an error
+// status (the bridge's 503 when too many pages are open): the page then tries again, spread out
+// so that many refused pages do not come back together.
+const RETRY_REFUSED_MS = 5000;
+
 function connect() {
   const source = new EventSource("api/events");
   source.addEventListener("open", () => setLive("live", "live"));
-  source.addEventListener("error", () => setLive("reconnecting…", "down"));
+  source.addEventListener("error", () => {
+    setLive("reconnecting…", "down");
+    if (source.readyState === EventSource.CLOSED) {
+      setTimeout(connect, RETRY_REFUSED_MS + Math.random() * RETRY_REFUSED_MS);
+    }
+  });
   source.addEventListener("snapshot", (e) => {
     const page = JSON.parse(e.data);
     state.bridge = page.bridge;
