@@ -189,6 +189,16 @@ async fn beyond_the_cap_a_503_while_open_connections_answer_and_mqtt_reconnects(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_beyond_the_read_buffer_are_refused() {
+    let rig = rig("  listen: 127.0.0.1:0\n").await;
+    // Twice the 64 KiB read buffer and more (docs/web.md#limits): refused whatever the reads.
+    let big = "a".repeat(2 * 64 * 1024 + 1);
+    let answer = reqwest::Client::new().get(rig.url("healthz")).header("x-big", big).send().await.unwrap();
+    assert_eq!(answer.status(), 431);
+    rig.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_pages_are_capped() {
     let rig = rig("  listen: 127.0.0.1:0\n  max_live_streams: 2\n").await;
     let client = reqwest::Client::new();
