@@ -14,14 +14,15 @@ use std::time::Duration;
 /// Bridge a lighting network cloud service to MQTT, with Home Assistant discovery.
 ///
 /// Without a subcommand it runs the bridge with ./config.yaml (see `run --help`).
-#[derive(Debug, Parser)]
+// No `Debug`: `demo --mqtt-url` may carry the broker's password.
+#[derive(Parser)]
 #[command(version, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Subcommand)]
 enum Command {
     /// Run the bridge (the default): cloud → MQTT with Home Assistant discovery.
     Run(cli::ConfigArgs),

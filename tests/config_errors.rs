@@ -76,10 +76,11 @@ fn wrong_types_name_the_key_the_expectation_and_the_value() {
         with("homeassistant:\n  discovery: [a]\n"),
         "homeassistant.discovery: expected device or component, got a list"
     );
-    assert_eq!(with("mqtt: 5\n"), "mqtt: expected a mapping of keys, got 5");
+    // Sections that hold secrets say only what kind of value they got (it may be the secrets).
+    assert_eq!(with("mqtt: 5\n"), "mqtt: expected a mapping of keys, got a number");
     assert_eq!(
         problem(&format!("{CLOUD}networks: admin\n"), &[]),
-        "networks: expected a list of credentials entries (email, password, ids), got \"admin\""
+        "networks: expected a list of credentials entries (email, password, ids), got a string"
     );
     assert_eq!(
         problem(&format!("{CLOUD}networks:\n  - email: a@b\n    password: p\n    ids: [abc, 12]\n"), &[]),
@@ -310,6 +311,20 @@ fn secrets_never_appear_in_errors() {
         assert!(!text.contains(secret), "{secret} leaked: {text}");
     }
     assert!(text.contains("networks[0].password: expected a string, got a number (put the value in quotes)"), "{text}");
+
+    // A section written as one value may be all of its secrets: a list of logins in a variable
+    // that is not YAML, a broker URL where the `mqtt:` mapping goes.
+    let broken = "[{email: a@b.c, password: @hunter2}]";
+    for (yaml, vars, secret) in [
+        ("", vec![("CASAMBI2MQTT_NETWORKS", broken)], "hunter2"),
+        ("", vec![("CASAMBI2MQTT_SITES", broken)], "hunter2"),
+        ("", vec![("CASAMBI2MQTT_NETWORKS__0", "a@b.c:hunter2")], "hunter2"),
+        ("mqtt: mqtt://user:s3cret@broker\n", vec![], "s3cret"),
+        ("cloud: sekrit-key\n", vec![], "sekrit-key"),
+    ] {
+        let text = problems(yaml, &vars).join("\n");
+        assert!(!text.is_empty() && !text.contains(secret), "{secret} leaked: {text}");
+    }
 }
 
 #[test]

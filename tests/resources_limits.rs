@@ -106,6 +106,38 @@ async fn a_rest_body_over_the_limit_is_refused_without_buffering_it() {
     assert!(grown < 2 * (MAX_BODY as u64 >> 10) + 32 * 1024, "peak RSS grew by {grown} kB");
 }
 
+/// A server that answers every request with `head` (a status line and headers) and an empty
+/// body, and counts the requests it was sent.
+async fn answering_server(head: String) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let head = head.clone();
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut req = [0u8; 4096];
+                if sock.read(&mut req).await.is_ok_and(|n| n > 0) {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let _ = sock.write_all(format!("{head}Content-Length: 0\r\n\r\n").as_bytes()).await;
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/"), asked)
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_so_the_key_stays_with_the_service() {
+    let (elsewhere, asked_elsewhere) = answering_server("HTTP/1.1 200 OK\r\n".into()).await;
+    let (base, _) = answering_server(format!("HTTP/1.1 302 Found\r\nLocation: {elsewhere}v1/fixtures/1\r\n")).await;
+    let err = client(&base).fixture(1).await.unwrap_err();
+    assert_eq!(err.status(), Some(302), "{err}");
+    assert_eq!(asked_elsewhere.load(std::sync::atomic::Ordering::Relaxed), 0, "the key went to another host");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_mqtt_messages_on_subscribed_topics_do_not_knock_the_bridge_off() {
     let _ = tracing_subscriber::fmt()

@@ -62,7 +62,7 @@ pub async fn run(
     let (cloud_tx, mut cloud) = watch::channel(None);
     let base = &config.cloud.base_url;
     if let (Some(host), Some(port)) = (base.host_str(), base.port_or_known_default()) {
-        let label = format!("cloud {}", base.as_str().trim_end_matches('/'));
+        let label = format!("cloud {}", crate::mqtt::broker_url::redact_url(base.as_str().trim_end_matches('/')));
         tokio::spawn(reach(label, host.to_string(), port, cloud_tx, shutdown.clone()));
     }
     progress(format!("connecting to the cloud and the broker (giving up after {} s)", wait.as_secs()));

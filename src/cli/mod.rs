@@ -60,8 +60,8 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// Arguments of `demo`.
-#[derive(Debug, Args)]
+/// Arguments of `demo`. No `Debug`: `--mqtt-url` may carry the broker's password.
+#[derive(Args)]
 pub struct DemoArgs {
     /// Port of the embedded MQTT broker (MQTT 3.1.1 and 5 on one port).
     #[arg(long, default_value_t = 1883, conflicts_with = "mqtt_url")]

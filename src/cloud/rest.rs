@@ -141,7 +141,10 @@ impl RestClient {
         let key_header = header(&config.key_header, "key")?;
         let session_header = header(&config.session_header, "session")?;
         let key_value = sensitive_header(&config.api_key, "the API key")?;
+        // No redirects: one to another host would carry the key and session headers there (only
+        // `Authorization` and cookies are dropped on the way), and the service's API has none.
         let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(config.timeout)
             .connect_timeout(config.connect_timeout)
             .pool_max_idle_per_host(IDLE_CONNECTIONS)

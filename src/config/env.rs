@@ -64,12 +64,19 @@ pub fn var_for(key: &str) -> String {
     format!("{PREFIX}{}", parts.join("__"))
 }
 
-/// One override: the variable, the key path it names and its raw value.
-#[derive(Debug, Clone)]
+/// One override: the variable, the key path it names and its raw value (left out of `Debug`: it
+/// may be a password, an API key or a whole list of logins).
+#[derive(Clone)]
 pub(crate) struct Override {
     pub var: String,
     pub path: Vec<KeyStep>,
     pub value: String,
+}
+
+impl std::fmt::Debug for Override {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Override").field("var", &self.var).field("path", &self.path).finish_non_exhaustive()
+    }
 }
 
 /// Picks the configuration variables out of an environment, sorted by key path (so list

@@ -175,7 +175,8 @@ impl Reader {
         };
         let expected = hint(&key).map(str::to_string).unwrap_or_else(|| friendly(expected));
         let value = env::get(&self.tree, path);
-        let secret = matches!(path.last(), Some(KeyStep::Key(k)) if SECRET_KEYS.contains(&k.as_str()));
+        let secret = matches!(path.last(), Some(KeyStep::Key(k)) if SECRET_KEYS.contains(&k.as_str()))
+            || HOLDS_SECRETS.contains(&shape(&key).as_str());
         let quote = if expected == "a string" && matches!(value, Some(Value::Number(_) | Value::Bool(_))) {
             " (put the value in quotes)"
         } else {
@@ -185,8 +186,13 @@ impl Reader {
     }
 }
 
-/// Our description of what a key expects, where serde's would be vague (`u8`).
-fn hint(key: &str) -> Option<&'static str> {
+/// Keys whose values hold secrets further down. A scalar given in their place may be the whole
+/// section written wrong (`mqtt: mqtt://user:pass@host`, a list of logins in a variable that is
+/// not YAML), so a problem names its kind, never the text.
+const HOLDS_SECRETS: [&str; 9] = ["", "networks", "sites", "networks[]", "sites[]", "mqtt", "cloud", "http", "health"];
+
+/// A dotted key with its list indices left out (`networks[2].ids` → `networks[].ids`).
+fn shape(key: &str) -> String {
     let mut normal = String::new();
     let mut in_index = false;
     for c in key.chars() {
@@ -200,7 +206,12 @@ fn hint(key: &str) -> Option<&'static str> {
             _ => normal.push(c),
         }
     }
-    Some(match normal.as_str() {
+    normal
+}
+
+/// Our description of what a key expects, where serde's would be vague (`u8`).
+fn hint(key: &str) -> Option<&'static str> {
+    Some(match shape(key).as_str() {
         "mqtt.qos" | "mqtt.snapshot_qos" => "an integer 0..2",
         "cloud.max_requests_per_minute" | "cloud.max_concurrent_requests" => "a positive integer",
         "homeassistant.discovery" => "device or component",

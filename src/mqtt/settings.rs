@@ -58,8 +58,9 @@ pub enum Protocol {
     V311,
 }
 
-/// `mqtt:` — how to reach the broker and where to publish.
-#[derive(Debug, Clone, Deserialize)]
+/// `mqtt:` — how to reach the broker and where to publish. Its `Debug` shows `url` without its
+/// user info and `password` as `***`.
+#[derive(Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MqttSettings {
     /// Broker URL: `mqtt://host[:port]` or `mqtts://host[:port]` (TLS).
@@ -99,6 +100,26 @@ pub struct MqttSettings {
     /// packets written while an earlier one is unacknowledged (`false`: Nagle's algorithm).
     /// Unset: [`MqttSettings::nodelay`] picks one from `qos`.
     pub tcp_nodelay: Option<bool>,
+}
+
+impl std::fmt::Debug for MqttSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MqttSettings")
+            .field("url", &super::broker_url::redact_url(&self.url))
+            .field("username", &self.username)
+            .field("password", &self.password)
+            .field("password_file", &self.password_file)
+            .field("ca_file", &self.ca_file)
+            .field("client_id", &self.client_id)
+            .field("base_topic", &self.base_topic)
+            .field("qos", &self.qos)
+            .field("snapshot_qos", &self.snapshot_qos)
+            .field("protocol", &self.protocol)
+            .field("max_inflight", &self.max_inflight)
+            .field("instance_topics", &self.instance_topics)
+            .field("tcp_nodelay", &self.tcp_nodelay)
+            .finish()
+    }
 }
 
 impl MqttSettings {
@@ -419,6 +440,9 @@ mod tests {
             serde_yaml::from_str("url: mqtts://broker:8883\npassword: hunter2\nprotocol: \"3.1.1\"\n").unwrap();
         assert_eq!(m.protocol, Protocol::V311);
         assert!(!format!("{m:?}").contains("hunter2"), "password must not show in Debug");
+        let m: MqttSettings = serde_yaml::from_str("url: mqtt://bob:s3cret@broker\n").unwrap();
+        let shown = format!("{m:?}");
+        assert!(shown.contains("mqtt://broker") && !shown.contains("s3cret"), "{shown}");
         for (text, protocol) in [("auto", Protocol::Auto), ("v5", Protocol::V5), ("v3", Protocol::V311)] {
             let m: MqttSettings = serde_yaml::from_str(&format!("protocol: {text}\n")).unwrap();
             assert_eq!(m.protocol, protocol, "{text}");
