@@ -57,16 +57,16 @@ struct SimArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Activity: changes per second (presence, lux drift, dimming, scenes); 0 = quiet.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = cli::activity_rate)]
     activity: f64,
     /// Session lifetime (e.g. `1h`); default: sessions never expire by age.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = cli::duration)]
     session_lifetime: Option<Duration>,
     /// How long login stays locked after three failed logins.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = cli::duration, default_value = "60s")]
     lock_duration: Duration,
     /// Close a wire after this long without a client message.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "300s")]
+    #[arg(long, value_parser = cli::duration, default_value = "300s")]
     idle_timeout: Duration,
     /// Send WebSocket frames as text instead of binary.
     #[arg(long)]
@@ -136,9 +136,6 @@ async fn run_sim(args: SimArgs) -> anyhow::Result<()> {
     if args.print_site {
         print!("{}", serde_yaml::to_string(&site).context("cannot write the site as YAML")?);
         return Ok(());
-    }
-    if !(args.activity.is_finite() && args.activity >= 0.0) {
-        anyhow::bail!("--activity must be a rate of zero or more events per second");
     }
     let mut config = SimConfig::new(site);
     config.seed = args.seed;

@@ -155,6 +155,15 @@ fn limits_must_be_usable() {
         problem(&format!("cloud:\n  api_key: k\n  max_concurrent_requests: -1\n{NETWORKS}"), &[]),
         "cloud.max_concurrent_requests: expected a positive integer, got -1"
     );
+    // Counts past any use, which the semaphores behind them could not hold.
+    assert_eq!(
+        problem(&format!("cloud:\n  api_key: k\n  max_concurrent_requests: 2305843009213693952\n{NETWORKS}"), &[]),
+        "cloud.max_concurrent_requests: must be at most 10000, got 2305843009213693952"
+    );
+    assert_eq!(
+        with("http:\n  max_live_streams: 2305843009213693952\n"),
+        "http.max_live_streams: must be at most 1000000, got 2305843009213693952"
+    );
     assert_eq!(
         with("health:\n  listen: localhost:8099\n"),
         "health.listen: expected IP:PORT (like 127.0.0.1:8099 or 0.0.0.0:8099), or \"\" for off, got \"localhost:8099\""

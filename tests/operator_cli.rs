@@ -418,6 +418,23 @@ fn demo_refuses_a_port_beside_a_url() {
     }
 }
 
+/// Arguments past what they can mean (a rate of one change in 10²² years, a wait of 3·10¹¹
+/// years) are usage errors naming the flag, not a panic once the value is used.
+#[test]
+fn out_of_range_arguments_are_usage_errors() {
+    for args in [
+        &["demo", "--activity", "1e-30"][..],
+        &["sim", "--activity", "1e-9"],
+        &["sim", "--lock-duration", "300000000000y"],
+        &["check", "--timeout", "300000000000y"],
+    ] {
+        let out = spawn(args).take().wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains(&format!("invalid value '{}' for '{}", args[2], args[1])), "{args:?}: {text}");
+    }
+}
+
 /// A taken port is an error naming the address, not a silent wait.
 #[test]
 fn demo_on_a_taken_port_names_it() {

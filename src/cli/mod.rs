@@ -51,13 +51,18 @@ pub struct CheckArgs {
     timeout: Duration,
 }
 
-/// A human duration (`30s`, `1m 30s`) of more than zero.
-fn positive_duration(text: &str) -> Result<Duration, String> {
+/// A human duration (`30s`, `1m 30s`) of at most a year: every one is added to the present.
+pub fn duration(text: &str) -> Result<Duration, String> {
     match humantime::parse_duration(text) {
-        Ok(d) if d.is_zero() => Err("must be more than 0s".into()),
+        Ok(d) if d > config::MAX_DURATION => Err("must be at most a year (365d)".into()),
         Ok(d) => Ok(d),
         Err(e) => Err(format!("{e} (expected a duration such as 30s or 1m)")),
     }
+}
+
+/// A [`duration`] of more than zero.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    duration(text).and_then(|d| if d.is_zero() { Err("must be more than 0s".into()) } else { Ok(d) })
 }
 
 /// Arguments of `demo`. No `Debug`: `--mqtt-url` may carry the broker's password.
@@ -74,8 +79,17 @@ pub struct DemoArgs {
     #[arg(long, value_name = "URL")]
     mqtt_url: Option<String>,
     /// Activity of the simulated site: changes per second.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = activity_rate)]
     activity: f64,
+}
+
+/// The simulated site's changes per second: 0 (none), or one a day up to a million a second.
+pub fn activity_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r == 0.0 || (1.0 / 86_400.0..=1e6).contains(&r) => Ok(r),
+        Ok(_) => Err("must be 0, or from 0.0000116 (one a day) to 1000000 changes per second".into()),
+        Err(e) => Err(format!("{e} (expected a number of changes per second, such as 0.5)")),
+    }
 }
 
 /// Arguments of `healthcheck`.

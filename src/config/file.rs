@@ -180,7 +180,11 @@ impl Default for LogFile {
     }
 }
 
-/// Deserialises a human duration (`10s`, `15m`, `1h 30m`) with humantime. The error quotes the
+/// The longest duration any key takes: every one of them is added to the present (a timer, a
+/// deadline), and far past what any of them means.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Deserialises a human duration (`10s`, `15m`, `1h 30m`, at most [`MAX_DURATION`]) with humantime. The error quotes the
 /// value and humantime's reason, e.g. `invalid duration "10 parsecs": unknown time unit ...`.
 pub(crate) fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     struct HumanDuration;
@@ -193,7 +197,12 @@ pub(crate) fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Dur
         }
 
         fn visit_str<E: de::Error>(self, value: &str) -> Result<Duration, E> {
-            humantime::parse_duration(value.trim()).map_err(|e| E::custom(format!("invalid duration {value:?}: {e}")))
+            let d = humantime::parse_duration(value.trim())
+                .map_err(|e| E::custom(format!("invalid duration {value:?}: {e}")))?;
+            if d > MAX_DURATION {
+                return Err(E::custom(format!("invalid duration {value:?}: at most a year (365d)")));
+            }
+            Ok(d)
         }
 
         /// A bare `0` needs no unit (`event_batch_window: 0` turns the batching off); any other
@@ -275,5 +284,9 @@ mod tests {
         assert_eq!(zero.d, Duration::ZERO, "a bare 0 needs no unit");
         let e = serde_yaml::from_str::<D>("d: 10").err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.starts_with("d: invalid type: integer `10`, expected a duration like 10s"), "{e}");
+        // Past any meaning, and an overflow once added to the present.
+        let e = serde_yaml::from_str::<D>("d: 300000000000y").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("d: invalid duration \"300000000000y\": at most a year"), "{e}");
+        assert!(serde_yaml::from_str::<D>("d: 365d").is_ok());
     }
 }

@@ -51,8 +51,8 @@ pub(crate) fn cloud(reader: &mut Reader, c: CloudFile) -> Option<CloudSettings> 
             ),
         ));
     }
-    at_least_one(reader, "cloud.max_requests_per_minute", c.max_requests_per_minute as usize);
-    at_least_one(reader, "cloud.max_concurrent_requests", c.max_concurrent_requests);
+    within(reader, "cloud.max_requests_per_minute", c.max_requests_per_minute as usize, usize::MAX);
+    within(reader, "cloud.max_concurrent_requests", c.max_concurrent_requests, MAX_CONCURRENT_REQUESTS);
     let api_key = secrets::resolve(reader, "cloud.api_key", c.api_key, c.api_key_file.as_deref(), true);
     if let Some(key) = &api_key
         && http::HeaderValue::from_str(key.expose()).is_err()
@@ -230,8 +230,8 @@ pub(crate) fn http(reader: &mut Reader, h: HttpFile, former: HealthFile) -> Opti
         }
     }
     let public_host = public_hosts(reader, &h.public_host);
-    at_least_one(reader, "http.max_connections", h.max_connections);
-    at_least_one(reader, "http.max_live_streams", h.max_live_streams);
+    within(reader, "http.max_connections", h.max_connections, MAX_HTTP_CONNECTIONS);
+    within(reader, "http.max_live_streams", h.max_live_streams, MAX_HTTP_CONNECTIONS);
     positive_duration(reader, "http.header_timeout", h.header_timeout);
     positive_duration(reader, "http.idle_timeout", h.idle_timeout);
     let limits = crate::web::listener::Limits {
@@ -342,8 +342,18 @@ fn positive_duration(reader: &mut Reader, key: &str, value: Duration) {
 }
 
 /// A zero limit would mean no requests at all.
-fn at_least_one(reader: &mut Reader, key: &str, value: usize) {
+/// The most concurrent requests `cloud.max_concurrent_requests` takes: far above any API key's
+/// quota, and a count the request gate's semaphore holds.
+const MAX_CONCURRENT_REQUESTS: usize = 10_000;
+/// The most `http.max_connections` and `http.max_live_streams` take: far above the open files any
+/// process gets, and a count the listener's semaphores hold.
+const MAX_HTTP_CONNECTIONS: usize = 1_000_000;
+
+/// A count of at least 1 and at most `max` (`usize::MAX`: no ceiling).
+fn within(reader: &mut Reader, key: &str, value: usize, max: usize) {
     if value == 0 {
         reader.push(Problem::invalid(key, "must be at least 1, got 0"));
+    } else if value > max {
+        reader.push(Problem::invalid(key, format!("must be at most {max}, got {value}")));
     }
 }

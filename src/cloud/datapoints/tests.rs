@@ -41,6 +41,8 @@ enum Fault {
     Crowded,
     /// No points and yet more.
     EmptyWithMore,
+    /// One point from the far future, past the range asked for.
+    FromTheFuture,
 }
 
 /// A service holding `points` (in time order), with the real service's paging and 416 rule.
@@ -93,6 +95,10 @@ impl Service {
                 return Ok(DatapointResult { has_more_results: true, data_points: points, ..Default::default() });
             }
             Some(Fault::EmptyWithMore) => return Ok(DatapointResult { has_more_results: true, ..Default::default() }),
+            Some(Fault::FromTheFuture) => {
+                let points = vec![wire(at("9999-01-01T00:00:00Z"), 1, "lux", "1")];
+                return Ok(DatapointResult { data_points: points, ..Default::default() });
+            }
             None => {}
         }
         if to - from > self.max_span {
@@ -272,6 +278,19 @@ async fn a_truncated_page_stops_with_a_typed_error_and_the_tracker_loses_nothing
     // The next interval resumes after the newest time received.
     tracker.fetch_new(&fetcher, now, collect(&mut got)).await.unwrap();
     assert_eq!(got, expected(&service));
+}
+
+#[tokio::test]
+async fn a_point_from_the_future_does_not_stop_the_next_fetches() {
+    let service = Service::new(grid("2026-11-20T00:00:00Z", 4, 1)).fault_at(0, Fault::FromTheFuture);
+    let sessions = Sessions::default();
+    let fetcher = Fetcher::new(&service, &sessions, "n1", options(7));
+    let mut tracker = Tracker::new(TimeDelta::days(30));
+    let now = at("2026-11-21T00:00:00Z");
+    let mut got = Vec::new();
+    tracker.fetch_new(&fetcher, now, collect(&mut got)).await.unwrap();
+    let later = now + TimeDelta::hours(1);
+    assert_eq!(tracker.range(later), Some((now, later)), "the next fetch starts where this one ended");
 }
 
 #[tokio::test]

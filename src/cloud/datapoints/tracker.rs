@@ -63,7 +63,9 @@ impl Tracker {
         };
         fetcher
             .fetch(from, to, |points| {
-                let newest = points.iter().map(|p| p.time).max();
+                // A point past the range asked for (a service clock far ahead) must not move the
+                // next start beyond the present: fetching would stop until it got there.
+                let newest = points.iter().map(|p| p.time).max().map(|t| t.min(to - TimeDelta::milliseconds(1)));
                 let flow = sink(points);
                 if flow.is_continue() {
                     self.newest = self.newest.max(newest);
