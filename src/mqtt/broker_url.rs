@@ -30,8 +30,30 @@ pub(crate) fn url_credentials(url: &str) -> Option<(String, String)> {
     if parsed.username().is_empty() {
         return None;
     }
-    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
-    Some((decode(parsed.username()), decode(parsed.password().unwrap_or_default())))
+    Some((percent_decode(parsed.username()), percent_decode(parsed.password().unwrap_or_default())))
+}
+
+/// Percent-decoding of URL user info. Written here rather than taken from the `percent-encoding`
+/// crate: a new direct dependency changes every symbol name of this crate, and with them the
+/// shipped build's layout and execution profile (docs/cli.md#build).
+fn percent_decode(s: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) =
+                (bytes.get(i + 1).and_then(|b| hex(*b)), bytes.get(i + 2).and_then(|b| hex(*b)))
+        {
+            out.push(hi * 16 + lo);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
