@@ -117,8 +117,8 @@ fn data_types(reader: &mut Reader, names: &[String]) -> Vec<DataType> {
     out
 }
 
-/// One `datapoints.sensors` entry: a key that can have a sensor and has none yet, a snake_case device class, a unit that is not
-/// blank, a state class Home Assistant knows.
+/// One `datapoints.sensors` entry: a key that can have a sensor and has none yet, a snake_case
+/// device class, a unit that is not blank, a state class Home Assistant knows.
 fn sensor(reader: &mut Reader, key: &str, entry: SensorFile) -> Option<SensorSemantics> {
     let before = reader.problems.len();
     let at = format!("datapoints.sensors.{key}");
