@@ -3,9 +3,9 @@
 //! demo's units, a change made in the simulator appears on the open page within a second, a click
 //! changes the unit in the simulator, names are shown as text (never as HTML), the page fits a
 //! phone, a page on a listener beyond loopback controls nothing without `http.token`, and a page
-//! refused for too many open pages tries again. A site
-//! of 100 networks of 250 units shows its networks as they are read, then whole within 3 s of
-//! loading in a heap of at most 50 MB, opens a network and searches.
+//! refused for too many open pages tries again. A site of 100 networks of 250 units shows its
+//! networks as they are read, then whole within 3 s of loading in a heap of at most 50 MB, opens
+//! a network and searches.
 //!
 //! `CASAMBI2MQTT_SCREENSHOT=docs/web-page.png cargo test --test web_page` writes the screenshot of
 //! docs/web.md (the demo, with a search in use); `CASAMBI2MQTT_SCREENSHOT_SEARCH=<file>` one of the
